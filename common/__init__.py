@@ -1,0 +1,1 @@
+"""Shared record types and errors: where connectors, storage and mapping meet."""

@@ -1,0 +1,53 @@
+"""The `rhythm` command line. Errors become one line here, and only here (STYLE 12, 14)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+import duckdb
+
+from common.errors import RhythmError
+from rhythm.cli._common import err_console
+from rhythm.cli.main import app
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("RHYTHM_DEBUG", "") not in ("", "0")
+    try:
+        app(args=args, prog_name="rhythm", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.exceptions.Abort:
+        err_console.print("aborted")
+        return 130
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    except RhythmError as e:
+        if debug:
+            raise
+        err_console.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        return e.exit_code
+    except KeyboardInterrupt:
+        err_console.print("interrupted; nothing half-written was kept")
+        return 130
+    except duckdb.Error as e:
+        if debug:
+            raise
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        err_console.print(f"[red]error:[/red] database: {first}", highlight=False, soft_wrap=True)
+        return 1
+    except OSError as e:
+        if debug:
+            raise
+        where = f" {e.filename}" if getattr(e, "filename", None) else ""
+        err_console.print(f"[red]error:[/red]{where}: {e.strerror or e}", highlight=False)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Root Typer app: global options and the storage commands (init, sql, export, db info)."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import typer
+
+from rhythm.cli._common import State, console, get_settings, print_json, rows_csv, rows_table
+from rhythm.settings import init_home, load_settings, with_db
+from storage import open_db
+
+app = typer.Typer(
+    help="Rhythm: your wearables and calendar, turned into a plan that fits you. Local and private.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version() -> str:
+    try:
+        return version("rhythm")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        console.print(f"rhythm {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db: Path | None = typer.Option(None, "--db", help="Database file (default RHYTHM_HOME/rhythm.duckdb)."),
+    home: Path | None = typer.Option(None, "--home", help="Rhythm home folder (default $RHYTHM_HOME or ~/.rhythm)."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
+    version_: bool = typer.Option(
+        False, "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Rhythm command line."""
+    settings = with_db(load_settings(home=home, debug=debug or None), db)
+    ctx.obj = State(settings=settings)
+
+
+@app.command("init")
+def init_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Create RHYTHM_HOME, its config.toml and the migrated database."""
+    s = get_settings(ctx)
+    made = init_home(s)
+    with open_db(s.database, migrate=False) as db:
+        applied = db.migrate()
+        version_now = db.schema_version()
+    result = {
+        "home": s.home,
+        "database": s.database,
+        "created": [str(p) for p in made],
+        "migrations_applied": applied,
+        "schema_version": version_now,
+    }
+    if json_out:
+        print_json(result)
+        return
+    console.print(f"home      {s.home}")
+    console.print(f"database  {s.database} (schema v{version_now})")
+    if applied:
+        console.print(f"applied   {', '.join(applied)}")
+    else:
+        console.print("database already up to date")
+
+
+@app.command("sql")
+def sql_cmd(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="SQL to run (read-only: SELECT, WITH, DESCRIBE, SHOW, EXPLAIN)."),
+    csv_out: bool = typer.Option(False, "--csv", help="Print CSV."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (a list of objects)."),
+) -> None:
+    """Run read-only SQL on your database; tables: samples, events, meters, ..."""
+    s = get_settings(ctx)
+    with open_db(s.database, read_only=True) as db:
+        columns, rows = db.query(query)
+    if json_out:
+        print_json([dict(zip(columns, r, strict=True)) for r in rows])
+    elif csv_out:
+        typer.echo(rows_csv(columns, rows), nl=False)
+    else:
+        console.print(rows_table(columns, rows))
+        console.print(f"[dim]{len(rows)} row{'s' if len(rows) != 1 else ''}[/dim]")
+
+
+@app.command("export")
+def export_cmd(
+    ctx: typer.Context,
+    out_dir: Path = typer.Argument(..., help="Folder to write one Parquet file per table into."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Export every table to Parquet (one file per table)."""
+    s = get_settings(ctx)
+    with open_db(s.database, read_only=True) as db:
+        written = db.export_parquet(out_dir)
+        counts = db.row_counts()
+    if json_out:
+        print_json({t: {"path": p, "rows": counts[t]} for t, p in written.items()})
+        return
+    console.print(rows_table(["table", "rows", "file"], [(t, counts[t], p) for t, p in written.items()]))
+
+
+db_app = typer.Typer(help="Inspect the database.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+
+@db_app.command("info")
+def db_info_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Tables with row counts, file size and schema version."""
+    s = get_settings(ctx)
+    with open_db(s.database, read_only=True) as db:
+        info = db.info()
+    if json_out:
+        print_json(info)
+        return
+    console.print(f"database  {info['path']}")
+    console.print(f"size      {info['file_size_bytes'] / 1e6:.2f} MB")
+    console.print(f"schema    v{info['schema_version']} ({', '.join(info['migrations'])})")
+    console.print(rows_table(["table", "rows"], sorted(info["tables"].items()), title="tables"))
+    console.print(f"views     {', '.join(info['views'])}")
+
+
+def _mount_optional() -> None:
+    """Sub-apps that live in their own modules (each owned by its feature)."""
+    import importlib
+
+    for module, name in (
+        ("rhythm.cli.imports", "import"),
+        ("rhythm.cli.sim", "sim"),
+    ):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name == module:
+                continue
+            raise
+        app.add_typer(mod.app, name=name)
+
+
+_mount_optional()

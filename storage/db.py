@@ -1,0 +1,411 @@
+"""The one owner of the DuckDB connection (STYLE rule 6).
+
+- One writer at a time (DuckDB's file lock); a second process gets `DatabaseBusy`.
+- Analysis connections are read-only and refuse anything but SELECT/EXPLAIN.
+- Ordered, named migrations recorded in `schema_migrations`; migrating twice is a no-op.
+- `transaction()` wraps a unit of work: on any exception (or a killed process) the database
+  is exactly as before.
+- `upsert()` is idempotent on each table's natural key (its primary key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from common.errors import DatabaseBusy, ReadOnlyViolation, StorageError
+
+READ_STATEMENTS = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+
+# Nothing leaves the machine: never let DuckDB fetch extensions on its own.
+_BASE_CONFIG = {"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"}
+
+_MIGRATION_RE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class UpsertResult:
+    table: str
+    received: int  # rows handed in
+    inserted: int  # new natural keys
+    existing: int  # natural keys already present (updated in place, never duplicated)
+    duplicates_in_batch: int  # rows repeated inside the batch itself
+
+
+def load_migrations() -> list[Migration]:
+    out = []
+    for entry in resources.files("storage.migrations").iterdir():
+        m = _MIGRATION_RE.match(entry.name)
+        if m:
+            out.append(Migration(int(m.group(1)), m.group(2), entry.read_text()))
+    out.sort(key=lambda m: m.version)
+    versions = [m.version for m in out]
+    if len(set(versions)) != len(versions):
+        raise StorageError(f"duplicate migration versions: {versions}")
+    return out
+
+
+def load_views() -> dict[str, str]:
+    """Named analysis views: storage/views/NAME.sql, created in dependency order."""
+    views = {}
+    for entry in resources.files("storage.views").iterdir():
+        if entry.name.endswith(".sql"):
+            views[entry.name[:-4]] = entry.read_text()
+    return views
+
+
+def _view_order(views: dict[str, str]) -> list[str]:
+    order: list[str] = []
+    pending = dict(views)
+    while pending:
+        progressed = False
+        for name, sql in sorted(pending.items()):
+            deps = [
+                v for v in pending if v != name and re.search(rf"\b{v}\b", sql, re.IGNORECASE)
+            ]
+            if not deps:
+                order.append(name)
+                del pending[name]
+                progressed = True
+                break
+        if not progressed:
+            raise StorageError(f"circular view dependencies among {sorted(pending)}")
+    return order
+
+
+def _is_lock_error(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "lock" in text and ("conflicting" in text or "could not set" in text)
+
+
+class Database:
+    """A DuckDB file opened for writing (default) or read-only analysis."""
+
+    def __init__(self, path: str | Path, *, read_only: bool = False):
+        self.path = Path(path)
+        self.read_only = read_only
+        if read_only and not self.path.exists():
+            raise StorageError(f"{self.path}: no database here (run `rhythm init` first)")
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.con = duckdb.connect(str(self.path), read_only=read_only, config=_BASE_CONFIG)
+        except duckdb.IOException as exc:
+            if _is_lock_error(exc):
+                pid = re.search(r"PID (\d+)", str(exc))
+                who = f" (pid {pid.group(1)})" if pid else ""
+                raise DatabaseBusy(
+                    f"database busy: {self.path} is being written by another process{who}; "
+                    "try again when it finishes"
+                ) from None
+            raise StorageError(f"{self.path}: cannot open database: {exc}") from None
+        except duckdb.Error as exc:
+            raise StorageError(f"{self.path}: cannot open database: {exc}") from None
+        self.con.execute("SET TimeZone = 'UTC'")
+        self._in_tx = False
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- migrations ----------------------------------------------------------------------
+    def schema_version(self) -> int:
+        if not self._has_table("schema_migrations"):
+            return 0
+        row = self.con.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    def applied_migrations(self) -> list[tuple[int, str, str]]:
+        if not self._has_table("schema_migrations"):
+            return []
+        return self.con.execute(
+            "SELECT version, name, checksum FROM schema_migrations ORDER BY version"
+        ).fetchall()
+
+    def migrate(self) -> list[str]:
+        """Apply pending migrations in order, then (re)create the analysis views.
+
+        Returns the names of the migrations applied (empty when already current).
+        """
+        if self.read_only:
+            raise ReadOnlyViolation("cannot migrate a database opened read-only")
+        migrations = load_migrations()
+        applied_now: list[str] = []
+        with self.transaction():
+            self.con.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                "name VARCHAR NOT NULL, checksum VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
+            )
+            done = {v: (n, c) for v, n, c in self.applied_migrations()}
+            for mig in migrations:
+                if mig.version in done:
+                    if done[mig.version][1] != mig.checksum:
+                        raise StorageError(
+                            f"migration {mig.version:04d}_{mig.name} was changed after it was "
+                            "applied; add a new migration instead"
+                        )
+                    continue
+                self.con.execute(mig.sql)
+                self.con.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, ?, ?)",
+                    [mig.version, mig.name, mig.checksum, datetime.now(UTC)],
+                )
+                applied_now.append(f"{mig.version:04d}_{mig.name}")
+            views = load_views()
+            for name in _view_order(views):
+                self.con.execute(f"CREATE OR REPLACE VIEW {name} AS {views[name]}")
+        return applied_now
+
+    # -- transactions --------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[Database]:
+        """All or nothing. Nested use joins the outer transaction."""
+        if self._in_tx:
+            yield self
+            return
+        self.con.execute("BEGIN TRANSACTION")
+        self._in_tx = True
+        try:
+            yield self
+        except BaseException:
+            self._in_tx = False
+            try:
+                self.con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass
+            raise
+        self._in_tx = False
+        try:
+            self.con.execute("COMMIT")
+        except duckdb.Error as exc:
+            try:
+                self.con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass
+            raise StorageError(f"{self.path}: commit failed, nothing was written: {exc}") from None
+
+    # -- writing -------------------------------------------------------------------------
+    def primary_key(self, table: str) -> list[str]:
+        rows = self.con.execute(
+            "SELECT constraint_column_names FROM duckdb_constraints() "
+            "WHERE table_name = ? AND constraint_type = 'PRIMARY KEY'",
+            [table],
+        ).fetchall()
+        if not rows:
+            raise StorageError(f"table {table} has no natural key")
+        return list(rows[0][0])
+
+    def columns(self, table: str) -> list[str]:
+        return [r[0] for r in self.con.execute(f"DESCRIBE {table}").fetchall()]
+
+    def upsert(
+        self, table: str, data: pa.Table | Sequence[dict[str, Any]], keys: Sequence[str] | None = None
+    ) -> UpsertResult:
+        """Insert or update rows on the table's natural key. Re-running never duplicates.
+
+        Within one batch, the last row for a key wins.
+        """
+        if self.read_only:
+            raise ReadOnlyViolation(f"cannot write {table}: database opened read-only")
+        if not isinstance(data, pa.Table):
+            data = pa.Table.from_pylist(list(data)) if data else None
+        if data is None or data.num_rows == 0:
+            return UpsertResult(table, 0, 0, 0, 0)
+        keys = list(keys or self.primary_key(table))
+        cols = [c for c in data.column_names if c in set(self.columns(table))]
+        missing = [k for k in keys if k not in cols]
+        if missing:
+            raise StorageError(f"upsert into {table}: rows lack key columns {missing}")
+        staged = data.select(cols).append_column("__ord", pa.array(range(data.num_rows)))
+        with self.transaction():
+            self.con.register("__staged", staged)
+            try:
+                key_list = ", ".join(keys)
+                self.con.execute(
+                    "CREATE OR REPLACE TEMP TABLE __dedup AS SELECT * EXCLUDE (__ord) FROM __staged "
+                    f"QUALIFY row_number() OVER (PARTITION BY {key_list} ORDER BY __ord DESC) = 1"
+                )
+            finally:
+                self.con.unregister("__staged")
+            distinct = self.con.execute("SELECT count(*) FROM __dedup").fetchone()[0]
+            on = " AND ".join(f"t.{k} = d.{k}" for k in keys)
+            existing = self.con.execute(
+                f"SELECT count(*) FROM __dedup d WHERE EXISTS (SELECT 1 FROM {table} t WHERE {on})"
+            ).fetchone()[0]
+            col_list = ", ".join(cols)
+            updates = [c for c in cols if c not in keys]
+            if updates:
+                set_clause = ", ".join(f"{c} = excluded.{c}" for c in updates)
+                conflict = f"ON CONFLICT ({key_list}) DO UPDATE SET {set_clause}"
+            else:
+                conflict = f"ON CONFLICT ({key_list}) DO NOTHING"
+            self.con.execute(
+                f"INSERT INTO {table} ({col_list}) SELECT {col_list} FROM __dedup {conflict}"
+            )
+            self.con.execute("DROP TABLE __dedup")
+        return UpsertResult(
+            table=table,
+            received=data.num_rows,
+            inserted=distinct - existing,
+            existing=existing,
+            duplicates_in_batch=data.num_rows - distinct,
+        )
+
+    def delete(self, table: str, where: dict[str, Any]) -> int:
+        if self.read_only:
+            raise ReadOnlyViolation(f"cannot delete from {table}: database opened read-only")
+        cond = " AND ".join(f"{k} = ?" for k in where) or "true"
+        with self.transaction():
+            n = self.con.execute(
+                f"SELECT count(*) FROM {table} WHERE {cond}", list(where.values())
+            ).fetchone()[0]
+            self.con.execute(f"DELETE FROM {table} WHERE {cond}", list(where.values()))
+        return int(n)
+
+    # -- sync state (STYLE rule 3) -------------------------------------------------------
+    def get_cursor(self, source: str, stream: str) -> str | None:
+        row = self.con.execute(
+            "SELECT cursor FROM sync_state WHERE source = ? AND stream = ?", [source, stream]
+        ).fetchone()
+        return None if row is None else row[0]
+
+    def set_cursor(
+        self, source: str, stream: str, cursor: str | None, error: str | None = None
+    ) -> None:
+        self.upsert(
+            "sync_state",
+            [
+                {
+                    "source": source,
+                    "stream": stream,
+                    "cursor": cursor,
+                    "updated_at": datetime.now(UTC),
+                    "last_error": error,
+                }
+            ],
+        )
+
+    # -- reading -------------------------------------------------------------------------
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple]]:
+        """Run read-only SQL; refuse anything that could write. Returns (columns, rows)."""
+        try:
+            statements = self.con.extract_statements(sql)
+        except duckdb.Error as exc:
+            raise StorageError(f"SQL error: {_first_line(exc)}") from None
+        if not statements:
+            raise StorageError("SQL error: no statement given")
+        for st in statements:
+            if st.type not in READ_STATEMENTS:
+                kind = str(st.type).split(".")[-1]
+                raise ReadOnlyViolation(
+                    f"refused: {kind} statements are not allowed here; `rhythm sql` is "
+                    "read-only (SELECT, WITH ... SELECT, DESCRIBE, SHOW, EXPLAIN)"
+                )
+        try:
+            cur = None
+            for st in statements[:-1]:
+                self.con.execute(st)
+            cur = self.con.execute(statements[-1], params) if params else self.con.execute(
+                statements[-1]
+            )
+            cols = [d[0] for d in cur.description] if cur.description else []
+            return cols, cur.fetchall()
+        except duckdb.Error as exc:
+            raise StorageError(f"SQL error: {_first_line(exc)}") from None
+
+    def tables(self) -> list[str]:
+        return [
+            r[0]
+            for r in self.con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY table_name"
+            ).fetchall()
+        ]
+
+    def views(self) -> list[str]:
+        return [
+            r[0]
+            for r in self.con.execute(
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary "
+                "ORDER BY view_name"
+            ).fetchall()
+        ]
+
+    def row_counts(self) -> dict[str, int]:
+        return {
+            t: int(self.con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0])
+            for t in self.tables()
+        }
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "file_size_bytes": self.path.stat().st_size if self.path.exists() else 0,
+            "schema_version": self.schema_version(),
+            "migrations": [f"{v:04d}_{n}" for v, n, _ in self.applied_migrations()],
+            "tables": self.row_counts(),
+            "views": self.views(),
+        }
+
+    def export_parquet(self, out_dir: str | Path) -> dict[str, Path]:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        written = {}
+        for t in self.tables():
+            target = out / f"{t}.parquet"
+            self.con.execute(f"COPY \"{t}\" TO '{_sql_str(target)}' (FORMAT parquet)")
+            written[t] = target
+        return written
+
+    def _has_table(self, name: str) -> bool:
+        return bool(
+            self.con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]
+            ).fetchone()[0]
+        )
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _sql_str(p: Path) -> str:
+    return str(p).replace("'", "''")
+
+
+def open_db(path: str | Path, *, read_only: bool = False, migrate: bool = True) -> Database:
+    """Open (and, for writers, migrate) the database."""
+    db = Database(path, read_only=read_only)
+    if migrate and not read_only:
+        try:
+            db.migrate()
+        except BaseException:
+            db.close()
+            raise
+    return db

@@ -1,0 +1,41 @@
+-- One row per local_day: activity totals, workouts and vitals from samples.
+-- Steps and energy: per source, then the largest source total for the day (never summed
+-- across sources, which would count the same steps twice).
+WITH per_source AS (
+    SELECT local_day, source, source_name, metric, sum(value) AS total
+    FROM samples
+    WHERE metric IN ('steps', 'active_energy', 'mindful', 'exercise_time')
+    GROUP BY ALL
+),
+totals AS (
+    SELECT local_day,
+        max(total) FILTER (WHERE metric = 'steps') AS steps,
+        max(total) FILTER (WHERE metric = 'active_energy') AS active_energy_kcal,
+        max(total) FILTER (WHERE metric = 'mindful') AS mindful_min,
+        max(total) FILTER (WHERE metric = 'exercise_time') AS exercise_min
+    FROM per_source
+    GROUP BY local_day
+),
+vitals AS (
+    SELECT local_day,
+        avg(value) FILTER (WHERE metric = 'resting_heart_rate') AS resting_hr_bpm,
+        avg(value) FILTER (WHERE metric = 'hrv_rmssd') AS hrv_rmssd_ms,
+        avg(value) FILTER (WHERE metric = 'hrv_sdnn') AS hrv_sdnn_ms,
+        avg(value) FILTER (WHERE metric = 'heart_rate') AS avg_hr_bpm,
+        avg(value) FILTER (WHERE metric = 'stress') AS stress_avg,
+        avg(value) FILTER (WHERE metric = 'recovery') AS recovery_pct
+    FROM samples
+    WHERE metric IN ('resting_heart_rate', 'hrv_rmssd', 'hrv_sdnn', 'heart_rate', 'stress', 'recovery')
+    GROUP BY local_day
+),
+w AS (
+    SELECT local_day, count(*) AS workouts, sum(duration_min) AS workout_min
+    FROM workouts GROUP BY local_day
+)
+SELECT d.local_day, t.steps, t.active_energy_kcal, t.mindful_min, t.exercise_min,
+    v.resting_hr_bpm, v.hrv_rmssd_ms, v.hrv_sdnn_ms, v.avg_hr_bpm, v.stress_avg, v.recovery_pct,
+    coalesce(w.workouts, 0) AS workouts, w.workout_min
+FROM (SELECT local_day FROM totals UNION SELECT local_day FROM vitals UNION SELECT local_day FROM w) d
+LEFT JOIN totals t USING (local_day)
+LEFT JOIN vitals v USING (local_day)
+LEFT JOIN w USING (local_day)

@@ -1,0 +1,159 @@
+"""Land a stream of records (from any connector) in the database, in batches.
+
+The caller owns the transaction: `write_records` inside `db.transaction()` makes a whole
+import all-or-nothing. Re-running the same stream adds no rows (upsert on natural keys).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import pyarrow as pa
+
+from common.errors import StorageError
+from common.records import SOURCES, Deletion, RawRecord, RecordBatch, field_names
+from storage.db import Database, UpsertResult
+
+
+@dataclass
+class TableCounts:
+    received: int = 0
+    inserted: int = 0
+    existing: int = 0
+    duplicates_in_batch: int = 0
+    deleted: int = 0
+
+    def add(self, r: UpsertResult) -> None:
+        self.received += r.received
+        self.inserted += r.inserted
+        self.existing += r.existing
+        self.duplicates_in_batch += r.duplicates_in_batch
+
+
+@dataclass
+class WriteSummary:
+    tables: dict[str, TableCounts] = field(default_factory=dict)
+    first_day: date | None = None
+    last_day: date | None = None
+
+    @property
+    def records(self) -> int:
+        return sum(c.received for c in self.tables.values())
+
+    @property
+    def duplicates_skipped(self) -> int:
+        return sum(c.existing + c.duplicates_in_batch for c in self.tables.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "records": self.records,
+            "duplicates_skipped": self.duplicates_skipped,
+            "first_day": self.first_day.isoformat() if self.first_day else None,
+            "last_day": self.last_day.isoformat() if self.last_day else None,
+            "tables": {t: vars(c) for t, c in sorted(self.tables.items())},
+        }
+
+    def _days(self, days: Iterable[date | None]) -> None:
+        ds = [d for d in days if d is not None]
+        if not ds:
+            return
+        lo, hi = min(ds), max(ds)
+        self.first_day = lo if self.first_day is None else min(self.first_day, lo)
+        self.last_day = hi if self.last_day is None else max(self.last_day, hi)
+
+
+def raw_table(source: str) -> str:
+    if source not in SOURCES:
+        raise StorageError(f"unknown source {source!r}")
+    return f"raw_{source}"
+
+
+def payload_hash(payload: str) -> str:
+    return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
+
+
+class RecordWriter:
+    """Buffers records per table and flushes them as Arrow batches."""
+
+    def __init__(
+        self,
+        db: Database,
+        batch_size: int = 50_000,
+        on_flush: Callable[[WriteSummary], None] | None = None,
+    ):
+        self.db = db
+        self.batch_size = batch_size
+        self.on_flush = on_flush
+        self.summary = WriteSummary()
+        self._rows: dict[tuple[str, type], list[Any]] = {}
+
+    def add(self, record: Any) -> None:
+        if isinstance(record, RecordBatch):
+            self._write_columns(record.record_type, record.columns)
+            return
+        if isinstance(record, Deletion):
+            self.flush()
+            n = self.db.delete(record.table, record.where)
+            self.summary.tables.setdefault(record.table, TableCounts()).deleted += n
+            return
+        table = raw_table(record.source) if isinstance(record, RawRecord) else record.table
+        key = (table, type(record))
+        buf = self._rows.setdefault(key, [])
+        buf.append(record)
+        if len(buf) >= self.batch_size:
+            self._flush_one(key)
+
+    def flush(self) -> None:
+        for key in list(self._rows):
+            self._flush_one(key)
+
+    def _flush_one(self, key: tuple[str, type]) -> None:
+        records = self._rows.pop(key, [])
+        if not records:
+            return
+        rtype = key[1]
+        names = field_names(rtype)
+        cols = {n: [getattr(r, n) for r in records] for n in names}
+        self._write_columns(rtype, cols)
+
+    def _write_columns(self, rtype: type, cols: dict[str, Any]) -> None:
+        if rtype is RawRecord:
+            sources = set(cols["source"])
+            for src in sources:
+                idx = [i for i, s in enumerate(cols["source"]) if s == src]
+                sub = {k: [v[i] for i in idx] for k, v in cols.items() if k != "source"}
+                sub["hash"] = [payload_hash(p) for p in sub["payload"]]
+                self._upsert(raw_table(src), sub)
+            return
+        self._upsert(rtype.table, cols)
+        if "local_day" in cols:
+            self.summary._days(cols["local_day"])
+
+    def _upsert(self, table: str, cols: dict[str, Any]) -> None:
+        try:
+            data = pa.table(cols)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise StorageError(f"cannot store rows for {table}: {exc}") from None
+        result = self.db.upsert(table, data)
+        self.summary.tables.setdefault(table, TableCounts()).add(result)
+        if self.on_flush:
+            self.on_flush(self.summary)
+
+
+def write_records(
+    db: Database,
+    records: Iterable[Any],
+    batch_size: int = 50_000,
+    on_flush: Callable[[WriteSummary], None] | None = None,
+) -> WriteSummary:
+    """Write every record of a stream; returns what was inserted and skipped."""
+    writer = RecordWriter(db, batch_size=batch_size, on_flush=on_flush)
+    with db.transaction():
+        for rec in records:
+            writer.add(rec)
+        writer.flush()
+    return writer.summary
