@@ -9,8 +9,9 @@ where, for a given profile, ``const`` holds the base effect after the time-of-da
 ``scaled`` holds the positive P and C entries of the work actions, the only entries the
 vitality factor ``fv`` (3.3) multiplies; ``event`` is the event effect times
 ``1.3 - 0.8 * event_resilience`` (3.5); ``spiral`` is the stress spiral (3.6). The tables
-depend only on the profile, so both engines (``RhythmEnv`` and ``BatchEnv``) precompute
-them once per episode and evaluate this same sum in this same order: their trajectories
+depend only on the profile: ``RhythmEnv`` precomputes them once per episode, ``BatchEnv``
+evaluates the same table expressions on the fly for the chosen actions (see
+:func:`effect_tables`), and both evaluate this sum in this order, so their trajectories
 agree bit for bit.
 
 Everything here is a pure function. The real-data side calls
@@ -28,22 +29,58 @@ from simulator import spec
 from simulator.profiles import Profile
 
 _EFFECT = np.array(spec.EFFECT, dtype=np.float64)  # (10, 5)
-_EVENT_EFFECT = np.array(spec.EVENT_EFFECT, dtype=np.float64)  # (7, 5)
+EVENT_EFFECT = np.array(spec.EVENT_EFFECT, dtype=np.float64)  # (7, 5)
 _K = np.array(spec.CHRONO_K)
-_SLEEP_MULT = np.array(spec.SLEEP_SLOT_MULT)
-_SOCIAL_MULT = np.array(spec.SOCIAL_N_SLOT_MULT)
-_WORK = np.zeros(spec.N_ACTIONS, dtype=bool)
-_WORK[list(spec.WORK_ACTIONS)] = True
-# Entries multiplied by the vitality factor: positive P and C entries of the work actions.
-_FV_MASK = np.zeros((spec.N_ACTIONS, spec.N_METERS), dtype=bool)
-for _a in spec.WORK_ACTIONS:
-    for _k in (spec.P, spec.C):
-        _FV_MASK[_a, _k] = spec.EFFECT[_a][_k] > 0
+
+
+def _static_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Profile-independent pieces of the base effect after 3.2 and 3.3.
+
+    ``STATIC`` (4, 10, 5): every non-work action after its slot multiplier, plus the night
+    penalty; ``POS``/``NEG`` (10, 5): the positive/negative base entries of the work actions
+    (multiplied by chrono / 2 - chrono), without the entries the vitality factor scales;
+    ``SCL`` (10, 5): those entries (positive P and C of the work actions), times chrono.
+    """
+    static = np.zeros((4, spec.N_ACTIONS, spec.N_METERS))
+    pos = np.zeros((spec.N_ACTIONS, spec.N_METERS))
+    neg = np.zeros((spec.N_ACTIONS, spec.N_METERS))
+    scl = np.zeros((spec.N_ACTIONS, spec.N_METERS))
+    for a in range(spec.N_ACTIONS):
+        e = _EFFECT[a]
+        if a in spec.WORK_ACTIONS:
+            fv_mask = np.zeros(spec.N_METERS, dtype=bool)
+            fv_mask[[spec.P, spec.C]] = e[[spec.P, spec.C]] > 0
+            pos[a] = np.where((e > 0) & ~fv_mask, e, 0.0)
+            neg[a] = np.where(e < 0, e, 0.0)
+            scl[a] = np.where(fv_mask, e, 0.0)
+        elif a == spec.SLEEP:
+            static[:, a] = e[None, :] * np.array(spec.SLEEP_SLOT_MULT)[:, None]
+        else:
+            static[:, a] = e
+            if a in spec.SOCIAL_ACTIONS:
+                static[:, a, spec.N] = e[spec.N] * np.array(spec.SOCIAL_N_SLOT_MULT)
+        if a != spec.SLEEP:
+            static[spec.NIGHT, a, spec.V] += spec.NIGHT_V_PENALTY
+    return static, pos, neg, scl
+
+
+STATIC, POS, NEG, SCL = _static_tables()
+
+
+@dataclass(frozen=True, eq=False)
+class Compact:
+    """The profile-dependent numbers of the step, for N profiles (leading axis N)."""
+
+    chrono: np.ndarray  # (N, 4): chrono(slot)
+    md: np.ndarray  # (N, 10, 5): profile modifiers + passive drift
+    ev_scale: np.ndarray  # (N,): 1.3 - 0.8 * event_resilience
+    spiral_threshold: np.ndarray  # (N,): 0.40 - 0.25 * stress_tolerance
+    w: np.ndarray  # (N, 5)
 
 
 @dataclass(frozen=True, eq=False)
 class Tables:
-    """Per-profile lookup tables for N profiles (leading axis N)."""
+    """Full lookup tables for N profiles (leading axis N); see the module docstring."""
 
     const: np.ndarray  # (N, 4, 10, 5)
     scaled: np.ndarray  # (N, 4, 10, 5)
@@ -65,57 +102,49 @@ def vitality_factor(v):
     return min(spec.FV_MAX, max(spec.FV_MIN, x))
 
 
-def effect_tables(params: np.ndarray) -> Tables:
-    """Build the lookup tables for an (N, 15) array of profiles (see module docstring)."""
+def compact_params(params: np.ndarray) -> Compact:
+    """Profile-dependent step numbers of an (N, 15) array of profiles."""
     p = np.atleast_2d(np.asarray(params, dtype=np.float64))
     n = p.shape[0]
     col = spec.COL
-    morning = p[:, col["morning"]]
-    c = 1.0 + spec.CHRONO_AMPLITUDE * (2.0 * morning - 1.0)[:, None] * _K[None, :]  # (N, 4)
-
-    # 3.2 time of day, on a (N, 4, 10, 5) copy of the base table.
-    base = np.broadcast_to(_EFFECT, (n, 4, spec.N_ACTIONS, spec.N_METERS)).copy()
-    for a in spec.WORK_ACTIONS:
-        e = _EFFECT[a]
-        pos = np.where(e > 0, e, 0.0)
-        neg = np.where(e < 0, e, 0.0)
-        base[:, :, a, :] = pos * c[:, :, None] + neg * (2.0 - c[:, :, None])
-    base[:, :, spec.SLEEP, :] = _EFFECT[spec.SLEEP] * _SLEEP_MULT[None, :, None]
-    for a in spec.SOCIAL_ACTIONS:
-        base[:, :, a, spec.N] = _EFFECT[a, spec.N] * _SOCIAL_MULT[None, :]
-    night_not_sleep = np.ones(spec.N_ACTIONS, dtype=bool)
-    night_not_sleep[spec.SLEEP] = False
-    base[:, spec.NIGHT, night_not_sleep, spec.V] += spec.NIGHT_V_PENALTY
-
-    # 3.3 split off the entries the vitality factor multiplies.
-    scaled = np.where(_FV_MASK, base, 0.0)
-    base = np.where(_FV_MASK, 0.0, base)
-
-    # 4 profile modifiers (independent of the slot).
+    c = 1.0 + spec.CHRONO_AMPLITUDE * (2.0 * p[:, col["morning"]] - 1.0)[:, None] * _K[None, :]
     mods = np.zeros((n, spec.N_ACTIONS, spec.N_METERS))
     for name, effects in spec.MODIFIER_EFFECTS.items():
         x = p[:, col[name]]
         for a, k, coef in effects:
             mods[:, a, k] += coef * x
-
-    # 3.4 passive drift.
     drift = np.empty((n, spec.N_METERS))
     drift[:, spec.V] = spec.DRIFT_V * p[:, col["metabolic_rate"]]
     drift[:, spec.C] = spec.DRIFT_C
     drift[:, spec.P] = spec.DRIFT_P
     drift[:, spec.S] = spec.DRIFT_S
     drift[:, spec.N] = spec.DRIFT_N
-
-    const = (base + mods[:, None, :, :]) + drift[:, None, None, :]
-
-    # 3.5 events and 3.6 spiral threshold.
-    ev_scale = spec.EVENT_SCALE_BASE - spec.EVENT_SCALE_RESILIENCE * p[:, col["event_resilience"]]
-    events = _EVENT_EFFECT[None, :, :] * ev_scale[:, None, None]
-    threshold = (
-        spec.SPIRAL_THRESHOLD_BASE - spec.SPIRAL_THRESHOLD_TOLERANCE * p[:, col["stress_tolerance"]]
+    return Compact(
+        chrono=c,
+        md=mods + drift[:, None, :],
+        ev_scale=spec.EVENT_SCALE_BASE - spec.EVENT_SCALE_RESILIENCE * p[:, col["event_resilience"]],
+        spiral_threshold=spec.SPIRAL_THRESHOLD_BASE
+        - spec.SPIRAL_THRESHOLD_TOLERANCE * p[:, col["stress_tolerance"]],
+        w=p[:, :5].copy(),
     )
+
+
+def effect_tables(params: np.ndarray) -> Tables:
+    """Full lookup tables for an (N, 15) array of profiles.
+
+    ``const[s, a] = (STATIC[s, a] + (POS[a] * c[s] + NEG[a] * (2 - c[s]))) + md[a]``,
+    ``scaled[s, a] = SCL[a] * c[s]``, ``events[e] = EVENT_EFFECT[e] * ev_scale``: the batch
+    engine evaluates exactly these expressions on the fly for the chosen actions.
+    """
+    k = compact_params(params)
+    c = k.chrono[:, :, None, None]
+    base = STATIC[None] + (POS[None, None] * c + NEG[None, None] * (2.0 - c))
     return Tables(
-        const=const, scaled=scaled, events=events, spiral_threshold=threshold, w=p[:, :5].copy()
+        const=base + k.md[:, None, :, :],
+        scaled=SCL[None, None] * c,
+        events=EVENT_EFFECT[None, :, :] * k.ev_scale[:, None, None],
+        spiral_threshold=k.spiral_threshold,
+        w=k.w,
     )
 
 
@@ -254,24 +283,34 @@ def crash_count(meters_after) -> int:
 
 
 def expected_delta_batch(
-    tables: Tables, meters: np.ndarray, slot, actions: np.ndarray, events: np.ndarray | None = None
+    compact: Compact, meters: np.ndarray, slot, actions: np.ndarray, events: np.ndarray | None = None
 ) -> np.ndarray:
-    """Vectorised :func:`expected_delta`: ``meters`` (N, 5), ``actions`` (N,) or (N, K),
-    ``events`` (N,) ids or None; ``slot`` an int or (N,). Returns (N, 5) or (N, K, 5)."""
-    n = meters.shape[0]
-    rows = np.arange(n)
-    slot = np.broadcast_to(np.asarray(slot), (n,))
-    fv = vitality_factor(meters[:, spec.V])
-    spiral = meters[:, spec.S] < tables.spiral_threshold
+    """Vectorised :func:`expected_delta` for N states with their own profiles.
+
+    ``compact`` from :func:`compact_params` (N or 1 profiles), ``meters`` (N, 5), ``slot`` an
+    int, ``actions`` (N,) or (N, K), ``events`` (N,) ids or None (no event). Returns (N, 5) or
+    (N, K, 5); the same numbers as the env's tables.
+    """
+    m = np.asarray(meters, dtype=np.float64)
+    n = m.shape[0]
+    actions = np.asarray(actions, dtype=np.int64)
+    rows = np.arange(n) if compact.chrono.shape[0] == n else np.zeros(n, dtype=np.int64)
+    fv = vitality_factor(m[:, spec.V])
+    spiral = m[:, spec.S] < compact.spiral_threshold[rows]
+    c = compact.chrono[rows, slot]
+    ev_scale = compact.ev_scale[rows]
     if actions.ndim == 2:
-        r, s = rows[:, None], slot[:, None]
-        fv_, sp = fv[:, None, None], spiral[:, None, None]
-        ev = 0.0 if events is None else tables.events[rows, events][:, None, :]
+        rows, c, fv, spiral, ev_scale = (
+            rows[:, None], c[:, None, None], fv[:, None, None], spiral[:, None, None], ev_scale[:, None, None]
+        )
+        ev_rows = None if events is None else np.asarray(events)[:, None]
     else:
-        r, s = rows, slot
-        fv_, sp = fv[:, None], spiral[:, None]
-        ev = 0.0 if events is None else tables.events[rows, events]
-    d = tables.const[r, s, actions] + fv_ * tables.scaled[r, s, actions]
-    if events is not None:
-        d = d + ev
-    return d + np.where(sp, _SPIRAL, 0.0)
+        c, fv, spiral, ev_scale = c[:, None], fv[:, None], spiral[:, None], ev_scale[:, None]
+        ev_rows = None if events is None else np.asarray(events)
+    const = (STATIC[slot][actions] + (POS[actions] * c + NEG[actions] * (2.0 - c))) + compact.md[
+        rows, actions
+    ]
+    d = const + fv * (SCL[actions] * c)
+    if ev_rows is not None:
+        d = d + EVENT_EFFECT[ev_rows] * ev_scale
+    return d + np.where(spiral, _SPIRAL, 0.0)

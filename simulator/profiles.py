@@ -71,30 +71,60 @@ def profile_rng(seed: int) -> np.random.Generator:
 def sample_profile(seed: int, condition: str = "in-dist") -> Profile:
     """The person of an episode seed, in-distribution ("in-dist") or out-of-distribution ("ood").
 
-    Draw order from the profile RNG: w = dirichlet(alpha x 5); then for in-dist one
-    ``random(10)`` (position inside the middle 70% of each modifier's range); for OOD three
-    ``random(10)`` blocks: tail-or-middle (tail if < 0.5), side (low tail if < 0.5), position.
+    Draw order from the profile RNG (see :func:`draw_profile`): ``w`` ~ Dirichlet(alpha x 5),
+    then uniforms for the ten modifiers.
     """
     return Profile.from_array(sample_profile_array(seed, condition))
 
 
 def sample_profile_array(seed: int, condition: str = "in-dist") -> np.ndarray:
     """Like :func:`sample_profile` but returns the 15-vector (faster for batches)."""
-    rng = profile_rng(seed)
-    out = np.empty(spec.N_PARAMS)
+    g, u = draw_profile(profile_rng(seed), condition)
+    return transform_profile(g, u, condition)
+
+
+def draw_profile(rng: np.random.Generator, condition: str) -> tuple[np.ndarray, np.ndarray]:
+    """The raw draws of one profile: ``g = rng.standard_gamma(alpha, 5)`` (the Dirichlet's
+    gamma variates, exactly what ``rng.dirichlet`` draws) then ``u = rng.random(10)`` for
+    in-dist or ``rng.random(30)`` for OOD (rows: tail-or-middle, side, position)."""
     if condition == "in-dist":
-        out[:5] = rng.dirichlet(_ALPHA_IN)
-        out[5:] = _MID_LO + _MID_SPAN * rng.random(10)
+        return rng.standard_gamma(spec.IN_DIST_DIRICHLET, 5), rng.random(10)
+    if condition == "ood":
+        return rng.standard_gamma(spec.OOD_DIRICHLET, 5), rng.random(30)
+    raise ValueError(f"unknown condition {condition!r}; expected 'in-dist' or 'ood'")
+
+
+def transform_profile(g: np.ndarray, u: np.ndarray, condition: str) -> np.ndarray:
+    """Raw draws (one profile or a stack: ``g`` (..., 5), ``u`` (..., 10|30)) -> 15-vectors.
+
+    ``w = g * (1 / sum g)``, bit for bit ``Generator.dirichlet``. In-dist modifiers are
+    uniform on the middle 70% of their range. OOD: with probability 0.5 (``u[0:10] < 0.5``)
+    a tail, the low one if ``u[10:20] < 0.5``, each tail 15% of the range wide; else the
+    middle; the position inside is ``u[20:30]``.
+    """
+    acc = g[..., 0] + g[..., 1] + g[..., 2] + g[..., 3] + g[..., 4]
+    w = g * (1.0 / acc)[..., None]
+    if condition == "in-dist":
+        mods = _MID_LO + _MID_SPAN * u
     elif condition == "ood":
-        out[:5] = rng.dirichlet(_ALPHA_OOD)
-        tail = rng.random(10) < spec.OOD_TAIL_PROBABILITY
-        low_side = rng.random(10) < 0.5
-        u = rng.random(10)
+        tail = u[..., 0:10] < spec.OOD_TAIL_PROBABILITY
+        low_side = u[..., 10:20] < 0.5
+        pos = u[..., 20:30]
         tail_lo = np.where(low_side, _LO, _HI - _TAIL_SPAN)
-        out[5:] = np.where(tail, tail_lo + _TAIL_SPAN * u, _MID_LO + _MID_SPAN * u)
+        mods = np.where(tail, tail_lo + _TAIL_SPAN * pos, _MID_LO + _MID_SPAN * pos)
     else:
         raise ValueError(f"unknown condition {condition!r}; expected 'in-dist' or 'ood'")
-    return out
+    return np.concatenate([w, mods], axis=-1)
+
+
+def sample_profiles_array(seeds, condition: str = "in-dist") -> np.ndarray:
+    """(N, 15) profiles of N seeds (same values as :func:`sample_profile_array`, faster)."""
+    seeds = [int(s) for s in seeds]
+    g = np.empty((len(seeds), 5))
+    u = np.empty((len(seeds), 10 if condition == "in-dist" else 30))
+    for i, s in enumerate(seeds):
+        g[i], u[i] = draw_profile(profile_rng(s), condition)
+    return transform_profile(g, u, condition)
 
 
 def belief_truth(profile: Profile) -> tuple[float, float, float]:
@@ -149,5 +179,3 @@ _SPAN = _HI - _LO
 _MID_LO = _LO + (1.0 - spec.MIDDLE_FRACTION) / 2.0 * _SPAN
 _MID_SPAN = spec.MIDDLE_FRACTION * _SPAN
 _TAIL_SPAN = spec.TAIL_FRACTION * _SPAN
-_ALPHA_IN = np.full(5, spec.IN_DIST_DIRICHLET)
-_ALPHA_OOD = np.full(5, spec.OOD_DIRICHLET)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 
-import click
 import duckdb
 
 from common.errors import RhythmError
@@ -17,15 +16,10 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get("RHYTHM_DEBUG", "") not in ("", "0")
     try:
-        app(args=args, prog_name="rhythm", standalone_mode=False)
-    except click.exceptions.Exit as e:
-        return e.exit_code
-    except click.exceptions.Abort:
-        err_console.print("aborted")
-        return 130
-    except click.ClickException as e:
-        e.show()
-        return e.exit_code
+        # Typer/click handle usage errors, --help and exit codes themselves (SystemExit).
+        app(args=args, prog_name="rhythm", standalone_mode=True)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except RhythmError as e:
         if debug:
             raise

@@ -131,12 +131,23 @@ def db_info_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json
 
 
 def _mount_optional() -> None:
-    """Sub-apps that live in their own modules (each owned by its feature)."""
+    """Commands that live in their own modules (each owned by its feature).
+
+    A module either exposes `register(app)` (for top-level commands) or a Typer `app`
+    mounted under its name.
+    """
     import importlib
 
     for module, name in (
         ("rhythm.cli.imports", "import"),
+        ("rhythm.cli.auth", "auth"),
+        ("rhythm.cli.sync", "sync"),
+        ("rhythm.cli.mapping", "map"),
         ("rhythm.cli.sim", "sim"),
+        ("rhythm.cli.agent", "recommend"),
+        ("rhythm.cli.train", "train"),
+        ("rhythm.cli.daemon", "daemon"),
+        ("rhythm.cli.demo", "demo"),
     ):
         try:
             mod = importlib.import_module(module)
@@ -144,7 +155,10 @@ def _mount_optional() -> None:
             if exc.name == module:
                 continue
             raise
-        app.add_typer(mod.app, name=name)
+        if hasattr(mod, "register"):
+            mod.register(app)
+        else:
+            app.add_typer(mod.app, name=name)
 
 
 _mount_optional()

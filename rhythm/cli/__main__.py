@@ -1,0 +1,5 @@
+import sys
+
+from rhythm.cli import main
+
+sys.exit(main())

@@ -1,0 +1,319 @@
+"""``RhythmEnv``: one week with a hidden person, as a Gymnasium environment (spec 1-8).
+
+Observation (a ``spaces.Dict``; after step ``t`` the observation describes step ``t`` and
+``t`` is the index of the next step, 28 at the end):
+
+- ``t`` (0..28), ``day`` (= t // 4), ``slot`` (= t % 4), ``remaining_steps`` (= 28 - t)
+- ``meters`` (5), ``deltas`` (5, actual deltas of the last step), ``anomalies`` (5, actual
+  delta minus the clipped neutral-profile delta without noise)
+- ``last_action`` (0..9, 10 = none yet), ``last_reward`` (1,), ``active_event`` (0 = none,
+  1..6 = ``spec.EVENTS``: the event that hit during the last step)
+- ``history_actions`` (7), ``history_rewards`` (7), ``history_deltas`` (7, 5): the last 7
+  steps, oldest first, left-padded with action 10, reward 0 and zero deltas.
+
+Action: an int 0..9, or a dict ``{"action": int, "belief": array(3) or None,
+"emit_belief": 0/1}`` (the ``action_space``; ``emit_belief`` defaults to 1 when a belief is
+given). The last emitted belief is graded at the end.
+
+``info``: ``seed``, ``t`` (step just taken), ``event`` (its name), ``reward_breakdown``
+(spec 5 term by term), ``profile`` (dict), ``belief_truth`` and ``crashes`` so far; after
+the last step also ``final_score``, every grader component, ``belief_mae`` and the rewards'
+early/late/mean (see :class:`simulator.grader.Grade`).
+
+Seeding: ``reset(seed=s)`` plays episode ``s`` (profile RNG ``default_rng(s ^ 0xA3C5F729)``,
+event and noise RNG ``default_rng(s)``, see :mod:`simulator.episode` for the draw order);
+``reset()`` without a seed draws the next episode seed from the env's generator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.error import ResetNeeded
+
+from simulator import episode, spec
+from simulator.dynamics import profile_lists
+from simulator.grader import grade
+from simulator.profiles import Profile, belief_truth, named_profile, sample_profile
+
+HISTORY = 7
+NO_ACTION = spec.N_ACTIONS  # 10
+REWARD_BOUND = 20.0
+_T = spec.EPISODE_STEPS
+
+
+def observation_space() -> spaces.Dict:
+    f64 = np.float64
+    return spaces.Dict(
+        {
+            "t": spaces.Discrete(_T + 1),
+            "day": spaces.Discrete(spec.DAYS + 1),
+            "slot": spaces.Discrete(spec.SLOTS_PER_DAY),
+            "remaining_steps": spaces.Discrete(_T + 1),
+            "meters": spaces.Box(0.0, 1.0, (spec.N_METERS,), f64),
+            "deltas": spaces.Box(-1.0, 1.0, (spec.N_METERS,), f64),
+            "anomalies": spaces.Box(-2.0, 2.0, (spec.N_METERS,), f64),
+            "last_action": spaces.Discrete(spec.N_ACTIONS + 1),
+            "last_reward": spaces.Box(-REWARD_BOUND, REWARD_BOUND, (1,), f64),
+            "active_event": spaces.Discrete(spec.N_EVENTS + 1),
+            "history_actions": spaces.MultiDiscrete(np.full(HISTORY, spec.N_ACTIONS + 1)),
+            "history_rewards": spaces.Box(-REWARD_BOUND, REWARD_BOUND, (HISTORY,), f64),
+            "history_deltas": spaces.Box(-1.0, 1.0, (HISTORY, spec.N_METERS), f64),
+        }
+    )
+
+
+def action_space() -> spaces.Dict:
+    return spaces.Dict(
+        {
+            "action": spaces.Discrete(spec.N_ACTIONS),
+            "belief": spaces.Box(0.0, 1.0, (len(spec.BELIEF_DIMS),), np.float64),
+            "emit_belief": spaces.Discrete(2),
+        }
+    )
+
+
+def resolve_profile(profile: Profile | str | dict | None) -> Profile | None:
+    """A Profile, a named-profile name, a profile dict, or None (sample from the condition)."""
+    if profile is None or isinstance(profile, Profile):
+        return profile
+    if isinstance(profile, str):
+        return named_profile(profile)
+    if isinstance(profile, dict):
+        return Profile.from_dict(profile)
+    raise TypeError(f"cannot use {type(profile).__name__} as a profile")
+
+
+def parse_action(action: Any) -> tuple[int, np.ndarray | None]:
+    """``(action_id, belief or None)`` from an int or an action dict; raises ValueError."""
+    belief = None
+    if isinstance(action, dict):
+        b = action.get("belief")
+        emit = action.get("emit_belief", 1 if b is not None else 0)
+        if b is not None and int(emit):
+            belief = np.asarray(b, dtype=np.float64).reshape(-1)
+            if belief.shape != (3,) or not np.all(np.isfinite(belief)):
+                raise ValueError(f"belief must be 3 finite numbers, got {b!r}")
+            belief = np.clip(belief, 0.0, 1.0)
+        action = action["action"]
+    a = int(action)
+    if not 0 <= a < spec.N_ACTIONS:
+        raise ValueError(f"action {action!r} out of range 0..{spec.N_ACTIONS - 1}")
+    return a, belief
+
+
+class RhythmEnv(gym.Env):
+    """One 28-step week with a hidden person. See the module docstring."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        condition: str = "in-dist",
+        profile: Profile | str | dict | None = None,
+        render_mode: str | None = None,
+    ):
+        if condition not in ("in-dist", "ood"):
+            raise ValueError(f"condition must be 'in-dist' or 'ood', got {condition!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"unsupported render_mode {render_mode!r}")
+        self.condition = condition
+        self.fixed_profile = resolve_profile(profile)
+        self.render_mode = render_mode
+        self.observation_space = observation_space()
+        self.action_space = action_space()
+        self._t: int | None = None
+        n = _neutral_lists()
+        self._n_const, self._n_scaled, self._n_ev, self._n_thr = n
+
+    # -- reset ------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = options or {}
+        if seed is None:
+            seed = int(self.np_random.integers(0, 2**31 - 1))
+            rng = np.random.default_rng(seed)
+        else:
+            rng = self.np_random  # the same stream as default_rng(seed)
+        seed = int(seed)
+        profile = resolve_profile(options.get("profile", self.fixed_profile))
+        if profile is None:
+            profile = sample_profile(seed, options.get("condition", self.condition))
+        self.seed_ = seed
+        self.profile = profile
+        self.truth = belief_truth(profile)
+        self._profile_dict = profile.to_dict()
+        self._const, self._scaled, self._ev, self._thr, self._w = profile_lists(profile)
+
+        m0, events, noise = episode.transform(*episode.draw(rng))
+        self._m = m0.tolist()
+        self._events = events.tolist()
+        self._noise = noise.tolist()
+        self._t = 0
+        self._rewards: list[float] = []
+        self._crashes = 0
+        self._belief: np.ndarray | None = None
+        self._hist_a = np.full(HISTORY + _T, NO_ACTION, dtype=np.int64)
+        self._hist_r = np.zeros(HISTORY + _T)
+        self._hist_d = np.zeros((HISTORY + _T, spec.N_METERS))
+        zeros = [0.0] * spec.N_METERS
+        self._last = (zeros, zeros, NO_ACTION, 0.0, 0)
+        return self._obs(), self._info_base()
+
+    # -- step -------------------------------------------------------------------------------
+    def step(self, action):
+        t = self._t
+        if t is None or t >= _T:
+            raise ResetNeeded("call reset() before step() (the episode is over or not started)")
+        if type(action) is int and 0 <= action < spec.N_ACTIONS:
+            a = action
+        else:
+            a, belief = parse_action(action)
+            if belief is not None:
+                self._belief = belief
+        slot = t & 3
+        m0, m1, m2, m3, m4 = self._m
+        e = self._events[t]
+        nz = self._noise[t]
+
+        fv = spec.FV_BASE + spec.FV_SLOPE * m0 / spec.FV_REF
+        fv = spec.FV_MIN if fv < spec.FV_MIN else (spec.FV_MAX if fv > spec.FV_MAX else fv)
+
+        # The person's delta: const + fv * scaled + event + spiral + noise (dynamics docstring).
+        cs, sc, ev = self._const[slot][a], self._scaled[slot][a], self._ev[e]
+        if m3 < self._thr:
+            sv, sc_ = spec.SPIRAL_V, spec.SPIRAL_C
+        else:
+            sv = sc_ = 0.0
+        n0 = m0 + ((((cs[0] + fv * sc[0]) + ev[0]) + sv) + nz[0])
+        n1 = m1 + ((((cs[1] + fv * sc[1]) + ev[1]) + sc_) + nz[1])
+        n2 = m2 + ((((cs[2] + fv * sc[2]) + ev[2]) + 0.0) + nz[2])
+        n3 = m3 + ((((cs[3] + fv * sc[3]) + ev[3]) + 0.0) + nz[3])
+        n4 = m4 + ((((cs[4] + fv * sc[4]) + ev[4]) + 0.0) + nz[4])
+        n0 = 0.0 if n0 < 0.0 else (1.0 if n0 > 1.0 else n0)
+        n1 = 0.0 if n1 < 0.0 else (1.0 if n1 > 1.0 else n1)
+        n2 = 0.0 if n2 < 0.0 else (1.0 if n2 > 1.0 else n2)
+        n3 = 0.0 if n3 < 0.0 else (1.0 if n3 > 1.0 else n3)
+        n4 = 0.0 if n4 < 0.0 else (1.0 if n4 > 1.0 else n4)
+        d0, d1, d2, d3, d4 = n0 - m0, n1 - m1, n2 - m2, n3 - m3, n4 - m4
+
+        # The neutral person's clipped delta (no noise), for the anomalies.
+        cs, sc, ev = self._n_const[slot][a], self._n_scaled[slot][a], self._n_ev[e]
+        if m3 < self._n_thr:
+            sv, sc_ = spec.SPIRAL_V, spec.SPIRAL_C
+        else:
+            sv = sc_ = 0.0
+        anomalies = [
+            d0 - (_clip01(m0 + (((cs[0] + fv * sc[0]) + ev[0]) + sv)) - m0),
+            d1 - (_clip01(m1 + (((cs[1] + fv * sc[1]) + ev[1]) + sc_)) - m1),
+            d2 - (_clip01(m2 + (((cs[2] + fv * sc[2]) + ev[2]) + 0.0)) - m2),
+            d3 - (_clip01(m3 + (((cs[3] + fv * sc[3]) + ev[3]) + 0.0)) - m3),
+            d4 - (_clip01(m4 + (((cs[4] + fv * sc[4]) + ev[4]) + 0.0)) - m4),
+        ]
+
+        # Reward (spec 5), in the term order of dynamics.reward.
+        w0, w1, w2, w3, w4 = self._w
+        thr = spec.CRASH_THRESHOLD
+        crashes = (n0 < thr) + (n1 < thr) + (n2 < thr) + (n3 < thr) + (n4 < thr)
+        r_delta = spec.REWARD_DELTA_SCALE * (w0 * d0 + w1 * d1 + w2 * d2 + w3 * d3 + w4 * d4)
+        r_level = spec.REWARD_LEVEL_SCALE * (
+            (w0 * n0 + w1 * n1 + w2 * n2 + w3 * n3 + w4 * n4) - spec.REWARD_LEVEL_BASELINE
+        )
+        r_prog = spec.REWARD_PROGRESS_BONUS * d2
+        r_conn = spec.REWARD_CONNECTION_BONUS * d4
+        r_crash = spec.REWARD_CRASH_PENALTY * crashes
+        r = (((r_delta + r_level) + r_prog) + r_conn) + r_crash
+
+        deltas = [d0, d1, d2, d3, d4]
+        self._m = [n0, n1, n2, n3, n4]
+        self._crashes += crashes
+        self._rewards.append(r)
+        row = HISTORY + t
+        self._hist_a[row] = a
+        self._hist_r[row] = r
+        self._hist_d[row] = deltas
+        self._t = t + 1
+        self._last = (deltas, anomalies, a, r, e)
+
+        info = self._info_base()
+        info["t"] = t
+        info["event"] = spec.EVENTS[e]
+        info["reward_breakdown"] = {
+            "delta": r_delta,
+            "level": r_level,
+            "progress": r_prog,
+            "connection": r_conn,
+            "crash": r_crash,
+        }
+        terminated = self._t == _T
+        if terminated:
+            info.update(self.grade().to_dict())
+        return self._obs(), r, terminated, False, info
+
+    # -- helpers ----------------------------------------------------------------------------
+    def grade(self):
+        """The grade of the finished episode (spec 8)."""
+        if self._t != _T:
+            raise ResetNeeded("the episode is not finished")
+        return grade(self._rewards, self._m, self._crashes, self._belief, self.truth)
+
+    @property
+    def meters(self) -> np.ndarray:
+        return np.array(self._m)
+
+    @property
+    def belief(self) -> np.ndarray | None:
+        return None if self._belief is None else self._belief.copy()
+
+    def _obs(self) -> dict[str, Any]:
+        t = self._t
+        deltas, anomalies, a, r, e = self._last
+        return {
+            "t": t,
+            "day": t >> 2,
+            "slot": t & 3,
+            "remaining_steps": _T - t,
+            "meters": np.array(self._m),
+            "deltas": np.array(deltas),
+            "anomalies": np.array(anomalies),
+            "last_action": a,
+            "last_reward": np.array([r]),
+            "active_event": e,
+            "history_actions": self._hist_a[t : t + HISTORY].copy(),
+            "history_rewards": self._hist_r[t : t + HISTORY].copy(),
+            "history_deltas": self._hist_d[t : t + HISTORY].copy(),
+        }
+
+    def _info_base(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed_,
+            "profile": dict(self._profile_dict),
+            "belief_truth": self.truth,
+            "crashes": self._crashes,
+        }
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        if self._t is None:
+            return "(not started)"
+        t = self._t
+        meters = " ".join(f"{k}={v:.2f}" for k, v in zip(spec.METER_LETTERS, self._m, strict=True))
+        _, _, a, r, e = self._last
+        last = "-" if a == NO_ACTION else spec.ACTIONS[a]
+        return (
+            f"t={t} day={t // 4} slot={spec.SLOTS[t % 4] if t < _T else '-'} {meters} "
+            f"last={last} r={r:+.3f} event={spec.EVENTS[e]}"
+        )
+
+
+def _clip01(x: float) -> float:
+    return 0.0 if x < 0.0 else (1.0 if x > 1.0 else x)
+
+
+def _neutral_lists():
+    const, scaled, ev, thr, _ = profile_lists(Profile.neutral())
+    return const, scaled, ev, thr

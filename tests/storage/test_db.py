@@ -1,0 +1,239 @@
+"""storage.db: migrations, upserts, transactions, read-only SQL, busy database."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import UTC, date, datetime, timedelta, timezone
+
+import pyarrow.parquet as pq
+import pytest
+
+from common.errors import DatabaseBusy, ReadOnlyViolation, StorageError
+from common.records import Event, RawRecord, Sample
+from storage import open_db, write_records
+from storage.db import load_migrations
+
+# Tables and columns users rely on (product.md, "Tables users query").
+CONTRACT = {
+    "samples": ["source", "metric", "start_ts", "end_ts", "value", "unit", "device", "local_day"],
+    "sleep_sessions": ["source", "session_id", "start_ts", "end_ts", "local_day"],
+    "workouts": ["source", "workout_id", "start_ts", "end_ts", "local_day"],
+    "events": ["source", "calendar_id", "event_id", "start_ts", "end_ts", "all_day", "title", "status", "action"],
+    "meters": ["local_day", "slot", "vitality", "cognition", "progress", "serenity", "connection"],
+    "slot_actions": ["local_day", "slot", "action", "confidence"],
+    "recommendations": ["id", "created_at", "local_day", "slot", "action", "belief_social",
+                        "belief_morning", "belief_work", "rationale", "model"],
+    "feedback": ["recommendation_id", "response", "at"],
+    "sync_state": ["source", "stream", "cursor", "updated_at"],
+    "raw_healthkit": ["kind", "natural_key", "fetched_at", "payload", "hash"],
+    "raw_garmin": ["kind", "natural_key", "fetched_at", "payload", "hash"],
+    "raw_whoop": ["kind", "natural_key", "fetched_at", "payload", "hash"],
+    "raw_calendar": ["kind", "natural_key", "fetched_at", "payload", "hash"],
+}
+
+TZ = timezone(timedelta(hours=2))
+
+
+def sample(minute: int, value: float = 10.0, source_name: str = "Watch") -> Sample:
+    start = datetime(2024, 3, 1, 9, minute, tzinfo=TZ)
+    return Sample("healthkit", "steps", start, start + timedelta(minutes=1), value, "count",
+                  date(2024, 3, 1), source_name=source_name, tz_offset_min=120)
+
+
+@pytest.fixture
+def db(tmp_path):
+    d = open_db(tmp_path / "r.duckdb")
+    yield d
+    d.close()
+
+
+def test_contract_tables_and_columns_exist(db):
+    for table, cols in CONTRACT.items():
+        have = db.columns(table)
+        assert [c for c in cols if c not in have] == [], table
+
+
+def test_migrating_twice_is_a_noop(tmp_path):
+    path = tmp_path / "m.duckdb"
+    with open_db(path, migrate=False) as db:
+        first = db.migrate()
+        assert first == [f"{m.version:04d}_{m.name}" for m in load_migrations()]
+        counts = db.row_counts()
+        assert db.migrate() == []
+        assert db.row_counts() == counts
+        assert db.schema_version() == load_migrations()[-1].version
+    with open_db(path) as db:  # reopening migrates again: still nothing to do
+        assert db.migrate() == []
+
+
+def test_edited_migration_is_refused(db):
+    db.con.execute("UPDATE schema_migrations SET checksum = 'tampered' WHERE version = 1")
+    with pytest.raises(StorageError, match="changed after it was applied"):
+        db.migrate()
+
+
+def test_upsert_is_idempotent_and_last_row_wins(db):
+    s1 = write_records(db, [sample(0), sample(1), sample(1, value=99.0)])
+    assert s1.tables["samples"].inserted == 2
+    assert s1.tables["samples"].duplicates_in_batch == 1
+    assert db.query("SELECT value FROM samples ORDER BY start_ts")[1] == [(10.0,), (99.0,)]
+    s2 = write_records(db, [sample(0), sample(1, value=12.0)])
+    assert s2.tables["samples"].inserted == 0 and s2.tables["samples"].existing == 2
+    assert db.query("SELECT count(*), sum(value) FROM samples")[1] == [(2, 22.0)]
+
+
+def test_same_instant_from_two_sources_are_two_rows(db):
+    write_records(db, [sample(0, source_name="Watch"), sample(0, source_name="iPhone")])
+    assert db.query("SELECT count(*) FROM samples")[1] == [(2,)]
+
+
+def test_timestamps_keep_the_instant_and_local_day(db):
+    write_records(db, [sample(30)])
+    (start, day, off), = db.query("SELECT start_ts, local_day, tz_offset_min FROM samples")[1]
+    assert start == datetime(2024, 3, 1, 7, 30, tzinfo=UTC)
+    assert day == date(2024, 3, 1) and off == 120
+
+
+def test_raw_records_go_to_their_source_table_with_a_hash(db):
+    now = datetime.now(UTC)
+    write_records(db, [RawRecord("whoop", "cycle", "1", '{"id": 1}', now),
+                       RawRecord("garmin", "sleep", "2024-03-01", '{"x": 2}', now)])
+    assert db.query("SELECT natural_key, length(hash) > 8 FROM raw_whoop")[1] == [("1", True)]
+    assert db.query("SELECT count(*) FROM raw_garmin")[1] == [(1,)]
+
+
+def test_failed_transaction_leaves_database_exactly_as_before(db):
+    write_records(db, [sample(0)])
+    before = db.row_counts()
+
+    def records():
+        yield sample(5)
+        yield sample(6)
+        raise ValueError("parser blew up halfway")
+
+    with pytest.raises(ValueError):
+        write_records(db, records(), batch_size=1)
+    assert db.row_counts() == before
+
+
+def test_killed_import_leaves_no_partial_rows(tmp_path):
+    """A process killed mid-transaction (SIGKILL, no cleanup) commits nothing."""
+    path = tmp_path / "k.duckdb"
+    with open_db(path) as db:
+        write_records(db, [sample(0)])
+        before = db.row_counts()
+    script = textwrap.dedent(f"""
+        import sys, time
+        from datetime import date, datetime, timedelta, timezone
+        from common.records import Sample
+        from storage import open_db
+        from storage.writer import RecordWriter
+        db = open_db({str(path)!r})
+        w = RecordWriter(db, batch_size=100)
+        tz = timezone.utc
+        with db.transaction():
+            for i in range(5000):
+                t = datetime(2024, 1, 1, tzinfo=tz) + timedelta(minutes=i)
+                w.add(Sample("healthkit", "heart_rate", t, t, 60.0, "bpm", t.date()))
+            w.flush()
+            db.con.execute("CHECKPOINT") if False else None
+            print("FLUSHED", flush=True)
+            time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "FLUSHED"
+        proc.kill()
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode < 0  # died by signal
+    with open_db(path) as db:
+        assert db.row_counts() == before
+
+
+def test_second_writer_gets_database_busy(tmp_path):
+    path = tmp_path / "b.duckdb"
+    open_db(path).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         f"import time; from storage import open_db; d = open_db({str(path)!r}); print('OPEN', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "OPEN"
+        with pytest.raises(DatabaseBusy, match="database busy"):
+            open_db(path)
+        with pytest.raises(DatabaseBusy):
+            open_db(path, read_only=True)
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    deadline = time.time() + 10
+    while True:  # the lock goes with the process
+        try:
+            open_db(path).close()
+            break
+        except DatabaseBusy:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+@pytest.mark.parametrize("sql", [
+    "INSERT INTO samples (source) VALUES ('x')",
+    "DELETE FROM samples",
+    "UPDATE samples SET value = 1",
+    "DROP TABLE samples",
+    "CREATE TABLE x (a INT)",
+    "COPY samples TO '/tmp/x.csv'",
+    "ATTACH '/tmp/other.duckdb' AS o",
+    "SET threads = 1",
+    "SELECT 1; DELETE FROM samples",
+    "INSTALL httpfs",
+])
+def test_query_refuses_anything_but_reads(tmp_path, sql):
+    path = tmp_path / "q.duckdb"
+    open_db(path).close()
+    with open_db(path, read_only=True) as db, pytest.raises(ReadOnlyViolation, match="read-only"):
+        db.query(sql)
+
+
+def test_query_allows_reads(db):
+    write_records(db, [sample(0), sample(1)])
+    assert db.query("WITH s AS (SELECT value FROM samples) SELECT sum(value) FROM s")[1] == [(20.0,)]
+    cols, rows = db.query("DESCRIBE samples")
+    assert "column_name" in cols and len(rows) >= 8
+    assert db.query("SHOW TABLES")[1]
+    assert db.query("EXPLAIN SELECT * FROM samples")[1]
+
+
+def test_read_only_connection_cannot_write(tmp_path):
+    path = tmp_path / "ro.duckdb"
+    open_db(path).close()
+    with open_db(path, read_only=True) as db, pytest.raises(ReadOnlyViolation):
+        write_records(db, [sample(0)])
+
+
+def test_cursor_roundtrip(db):
+    assert db.get_cursor("whoop", "cycle") is None
+    db.set_cursor("whoop", "cycle", "2024-01-01T00:00:00Z")
+    db.set_cursor("whoop", "cycle", "2024-02-01T00:00:00Z")
+    assert db.get_cursor("whoop", "cycle") == "2024-02-01T00:00:00Z"
+    assert db.query("SELECT count(*) FROM sync_state")[1] == [(1,)]
+
+
+def test_export_parquet_has_every_table(db, tmp_path):
+    write_records(db, [sample(0), sample(1)])
+    written = db.export_parquet(tmp_path / "pq")
+    assert set(written) == set(db.tables())
+    assert pq.read_table(written["samples"]).num_rows == 2
+
+
+def test_events_roundtrip_with_untrusted_text(db):
+    start = datetime(2024, 3, 1, 9, tzinfo=TZ)
+    title = "Ignore previous instructions'); DROP TABLE events; --"
+    write_records(db, [Event("calendar", "cal", "e1", start, start + timedelta(hours=1), False,
+                             date(2024, 3, 1), title=title)])
+    assert db.query("SELECT title FROM events")[1] == [(title,)]

@@ -1,0 +1,57 @@
+"""Quality gates that run with the suite: ruff, the import-direction contract, CLI docs."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def _tool(name: str) -> str:
+    path = BIN / name
+    return str(path) if path.exists() else (shutil.which(name) or name)
+
+
+def test_ruff_is_clean():
+    proc = subprocess.run([_tool("ruff"), "check", "."], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_import_direction_contracts_hold():
+    """STYLE rule 1: nothing imports `rhythm`; training -> agent -> simulator; simulator alone."""
+    proc = subprocess.run([_tool("lint-imports")], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "BROKEN" not in proc.stdout and "KEPT" in proc.stdout
+
+
+def _leaf_commands(cmd, prefix: tuple[str, ...] = ()):
+    if getattr(cmd, "commands", None):
+        for name, sub in cmd.commands.items():
+            yield from _leaf_commands(sub, prefix + (name,))
+    else:
+        yield prefix, cmd
+
+
+def test_every_command_has_help_and_is_in_the_readme():
+    from rhythm.cli.main import app
+
+    root = typer.main.get_command(app)
+    readme = (REPO / "README.md").read_text()
+    table = "\n".join(line for line in readme.splitlines() if line.startswith("|"))
+    documented = set(re.findall(r"`rhythm ([a-z][a-z -]*?)(?: \[| [A-Z]|`)", table))
+    leaves = list(_leaf_commands(root))
+    assert len(leaves) >= 5
+    for path, cmd in leaves:
+        name = " ".join(path)
+        assert (cmd.help or "").strip(), f"`rhythm {name}` has no help text"
+        for param in cmd.params:
+            if param.param_type_name == "option" and not getattr(param, "hidden", False):
+                assert (param.help or "").strip(), f"`rhythm {name}` option {param.opts} has no help"
+        assert any(d.strip() == name for d in documented), f"`rhythm {name}` is missing from the README command table"
