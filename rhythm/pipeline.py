@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import RhythmError, SourceFormatError
+from rhythm.lock import writer_lock
 from rhythm.settings import Settings
 from storage import WriteSummary, open_db
 from storage.writer import RecordWriter
@@ -57,7 +58,7 @@ def import_file(
         raise SourceFormatError(str(path), "no such file or folder")
     reader = _resolve(FILE_READERS[source])
     started = datetime.now(UTC)
-    with open_db(settings.database) as db:
+    with writer_lock(settings.home, f"rhythm import {source}"), open_db(settings.database) as db:
         writer = RecordWriter(db, on_flush=on_flush)
         with db.transaction():
             for record in reader(path, progress=progress, **reader_options(settings, source)):

@@ -17,7 +17,16 @@ from typing import Any
 import numpy as np
 
 from simulator import episode, spec
-from simulator.dynamics import _SPIRAL, EVENT_EFFECT, NEG, POS, SCL, STATIC, compact_params, profile_tables
+from simulator.dynamics import (
+    EVENT_EFFECT,
+    NEG,
+    POS,
+    SCL,
+    SPIRAL,
+    STATIC,
+    compact_params,
+    effect_tables,
+)
 from simulator.env import HISTORY, NO_ACTION, resolve_profile
 from simulator.grader import grade_batch
 from simulator.profiles import Profile, belief_truth_array, sample_profiles_array
@@ -26,7 +35,9 @@ _T = spec.EPISODE_STEPS
 ProfilesArg = Profile | str | np.ndarray | Sequence[Profile | str] | None
 
 
-def profiles_array(seeds: np.ndarray, condition: str = "in-dist", profiles: ProfilesArg = None) -> np.ndarray:
+def profiles_array(
+    seeds: np.ndarray, condition: str = "in-dist", profiles: ProfilesArg = None
+) -> np.ndarray:
     """(N, 15) profile parameters: sampled from each seed under ``condition`` when
     ``profiles`` is None, else the given Profile / name (broadcast), list, or (N, 15) array."""
     n = len(seeds)
@@ -55,14 +66,17 @@ class BatchEnv:
         seeds: Sequence[int] | np.ndarray,
         condition: str = "in-dist",
         profiles: ProfilesArg = None,
+        progress_drift: float | None = None,
     ):
+        """``progress_drift`` overrides ``spec.DRIFT_P`` (calibration only)."""
         if condition not in ("in-dist", "ood"):
             raise ValueError(f"condition must be 'in-dist' or 'ood', got {condition!r}")
         self.condition = condition
         self._profiles_arg = profiles
         self.seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)
         self.n = len(self.seeds)
-        nt = profile_tables(Profile.neutral())
+        self.progress_drift = progress_drift
+        nt = effect_tables(Profile.neutral().to_array()[None, :], progress_drift)
         self._n_const = nt.const[0]
         self._n_scaled = nt.scaled[0]
         self._n_events = nt.events[0]
@@ -82,7 +96,7 @@ class BatchEnv:
         n = self.n
         self.profiles = profiles_array(self.seeds, self.condition, self._profiles_arg)
         self.truth = belief_truth_array(self.profiles) if n else np.zeros((0, 3))
-        self.compact = compact_params(self.profiles)
+        self.compact = compact_params(self.profiles, self.progress_drift)
 
         u = np.empty((n, episode.N_UNIFORMS))
         z = np.empty((n, _T, spec.N_METERS))
@@ -103,11 +117,18 @@ class BatchEnv:
         self.last_action = np.full(n, NO_ACTION, dtype=np.int64)
         self.last_reward = np.zeros(n)
         self.active_event = np.zeros(n, dtype=np.int64)
-        return self.observation(), {"seeds": self.seeds.copy(), "profiles": self.profiles.copy(), "belief_truth": self.truth.copy()}
+        return self.observation(), {
+            "seeds": self.seeds.copy(),
+            "profiles": self.profiles.copy(),
+            "belief_truth": self.truth.copy(),
+        }
 
     # -- step -------------------------------------------------------------------------------
     def step(
-        self, actions: np.ndarray | Sequence[int], beliefs: np.ndarray | None = None, observe: bool = True
+        self,
+        actions: np.ndarray | Sequence[int],
+        beliefs: np.ndarray | None = None,
+        observe: bool = True,
     ):
         """Advance every episode one step.
 
@@ -141,19 +162,25 @@ class BatchEnv:
         cs = (STATIC[slot][a] + (POS[a] * c + NEG[a] * (2.0 - c))) + k.md[rows, a]
         sc = SCL[a] * c
         ev = EVENT_EFFECT[e] * k.ev_scale[:, None]
-        sp = np.where((m[:, 3] < k.spiral_threshold)[:, None], _SPIRAL, 0.0)
+        sp = np.where((m[:, 3] < k.spiral_threshold)[:, None], SPIRAL, 0.0)
         new = np.clip(m + ((((cs + fv * sc) + ev) + sp) + self.noise[:, t]), 0.0, 1.0)
         d = new - m
 
         ncs = self._n_const[slot, a]
         nsc = self._n_scaled[slot, a]
         nev = self._n_events[e]
-        nsp = np.where((m[:, 3] < self._n_thr)[:, None], _SPIRAL, 0.0)
+        nsp = np.where((m[:, 3] < self._n_thr)[:, None], SPIRAL, 0.0)
         anomalies = d - (np.clip(m + (((ncs + fv * nsc) + nev) + nsp), 0.0, 1.0) - m)
 
         w = k.w
         crash = (new < spec.CRASH_THRESHOLD).sum(axis=1)
-        wd = w[:, 0] * d[:, 0] + w[:, 1] * d[:, 1] + w[:, 2] * d[:, 2] + w[:, 3] * d[:, 3] + w[:, 4] * d[:, 4]
+        wd = (
+            w[:, 0] * d[:, 0]
+            + w[:, 1] * d[:, 1]
+            + w[:, 2] * d[:, 2]
+            + w[:, 3] * d[:, 3]
+            + w[:, 4] * d[:, 4]
+        )
         wm = (
             w[:, 0] * new[:, 0]
             + w[:, 1] * new[:, 1]

@@ -21,7 +21,7 @@ Everything here is a pure function. The real-data side calls
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 
 import numpy as np
 
@@ -102,8 +102,10 @@ def vitality_factor(v):
     return min(spec.FV_MAX, max(spec.FV_MIN, x))
 
 
-def compact_params(params: np.ndarray) -> Compact:
-    """Profile-dependent step numbers of an (N, 15) array of profiles."""
+def compact_params(params: np.ndarray, progress_drift: float | None = None) -> Compact:
+    """Profile-dependent step numbers of an (N, 15) array of profiles.
+
+    ``progress_drift`` overrides ``spec.DRIFT_P`` (calibration only)."""
     p = np.atleast_2d(np.asarray(params, dtype=np.float64))
     n = p.shape[0]
     col = spec.COL
@@ -116,27 +118,28 @@ def compact_params(params: np.ndarray) -> Compact:
     drift = np.empty((n, spec.N_METERS))
     drift[:, spec.V] = spec.DRIFT_V * p[:, col["metabolic_rate"]]
     drift[:, spec.C] = spec.DRIFT_C
-    drift[:, spec.P] = spec.DRIFT_P
+    drift[:, spec.P] = spec.DRIFT_P if progress_drift is None else progress_drift
     drift[:, spec.S] = spec.DRIFT_S
     drift[:, spec.N] = spec.DRIFT_N
     return Compact(
         chrono=c,
         md=mods + drift[:, None, :],
-        ev_scale=spec.EVENT_SCALE_BASE - spec.EVENT_SCALE_RESILIENCE * p[:, col["event_resilience"]],
+        ev_scale=spec.EVENT_SCALE_BASE
+        - spec.EVENT_SCALE_RESILIENCE * p[:, col["event_resilience"]],
         spiral_threshold=spec.SPIRAL_THRESHOLD_BASE
         - spec.SPIRAL_THRESHOLD_TOLERANCE * p[:, col["stress_tolerance"]],
         w=p[:, :5].copy(),
     )
 
 
-def effect_tables(params: np.ndarray) -> Tables:
+def effect_tables(params: np.ndarray, progress_drift: float | None = None) -> Tables:
     """Full lookup tables for an (N, 15) array of profiles.
 
     ``const[s, a] = (STATIC[s, a] + (POS[a] * c[s] + NEG[a] * (2 - c[s]))) + md[a]``,
     ``scaled[s, a] = SCL[a] * c[s]``, ``events[e] = EVENT_EFFECT[e] * ev_scale``: the batch
     engine evaluates exactly these expressions on the fly for the chosen actions.
     """
-    k = compact_params(params)
+    k = compact_params(params, progress_drift)
     c = k.chrono[:, :, None, None]
     base = STATIC[None] + (POS[None, None] * c + NEG[None, None] * (2.0 - c))
     return Tables(
@@ -148,13 +151,13 @@ def effect_tables(params: np.ndarray) -> Tables:
     )
 
 
-@cache
+@lru_cache(maxsize=1024)
 def profile_tables(profile: Profile) -> Tables:
-    """Tables for one profile (N = 1), cached: profiles are immutable."""
+    """Tables for one profile (N = 1), cached (profiles are immutable)."""
     return effect_tables(profile.to_array()[None, :])
 
 
-@cache
+@lru_cache(maxsize=1024)
 def profile_lists(profile: Profile) -> tuple:
     """The same tables as nested Python lists (fast scalar access in ``RhythmEnv``)."""
     t = profile_tables(profile)
@@ -200,15 +203,15 @@ def expected_delta(
     fv = vitality_factor(float(m[spec.V]))
     d = t.const[0, slot, action] + fv * t.scaled[0, slot, action] + t.events[0, e]
     if m[spec.S] < t.spiral_threshold[0]:
-        d = d + _SPIRAL
+        d = d + SPIRAL
     else:
         d = d + 0.0
     return d
 
 
-_SPIRAL = np.zeros(spec.N_METERS)
-_SPIRAL[spec.V] = spec.SPIRAL_V
-_SPIRAL[spec.C] = spec.SPIRAL_C
+SPIRAL = np.zeros(spec.N_METERS)
+SPIRAL[spec.V] = spec.SPIRAL_V
+SPIRAL[spec.C] = spec.SPIRAL_C
 
 
 def step(
@@ -283,7 +286,11 @@ def crash_count(meters_after) -> int:
 
 
 def expected_delta_batch(
-    compact: Compact, meters: np.ndarray, slot, actions: np.ndarray, events: np.ndarray | None = None
+    compact: Compact,
+    meters: np.ndarray,
+    slot,
+    actions: np.ndarray,
+    events: np.ndarray | None = None,
 ) -> np.ndarray:
     """Vectorised :func:`expected_delta` for N states with their own profiles.
 
@@ -301,7 +308,11 @@ def expected_delta_batch(
     ev_scale = compact.ev_scale[rows]
     if actions.ndim == 2:
         rows, c, fv, spiral, ev_scale = (
-            rows[:, None], c[:, None, None], fv[:, None, None], spiral[:, None, None], ev_scale[:, None, None]
+            rows[:, None],
+            c[:, None, None],
+            fv[:, None, None],
+            spiral[:, None, None],
+            ev_scale[:, None, None],
         )
         ev_rows = None if events is None else np.asarray(events)[:, None]
     else:
@@ -313,4 +324,4 @@ def expected_delta_batch(
     d = const + fv * (SCL[actions] * c)
     if ev_rows is not None:
         d = d + EVENT_EFFECT[ev_rows] * ev_scale
-    return d + np.where(spiral, _SPIRAL, 0.0)
+    return d + np.where(spiral, SPIRAL, 0.0)

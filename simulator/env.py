@@ -206,13 +206,17 @@ class RhythmEnv(gym.Env):
             sv, sc_ = spec.SPIRAL_V, spec.SPIRAL_C
         else:
             sv = sc_ = 0.0
-        anomalies = [
-            d0 - (_clip01(m0 + (((cs[0] + fv * sc[0]) + ev[0]) + sv)) - m0),
-            d1 - (_clip01(m1 + (((cs[1] + fv * sc[1]) + ev[1]) + sc_)) - m1),
-            d2 - (_clip01(m2 + (((cs[2] + fv * sc[2]) + ev[2]) + 0.0)) - m2),
-            d3 - (_clip01(m3 + (((cs[3] + fv * sc[3]) + ev[3]) + 0.0)) - m3),
-            d4 - (_clip01(m4 + (((cs[4] + fv * sc[4]) + ev[4]) + 0.0)) - m4),
-        ]
+        o0 = m0 + (((cs[0] + fv * sc[0]) + ev[0]) + sv)
+        o1 = m1 + (((cs[1] + fv * sc[1]) + ev[1]) + sc_)
+        o2 = m2 + (((cs[2] + fv * sc[2]) + ev[2]) + 0.0)
+        o3 = m3 + (((cs[3] + fv * sc[3]) + ev[3]) + 0.0)
+        o4 = m4 + (((cs[4] + fv * sc[4]) + ev[4]) + 0.0)
+        o0 = 0.0 if o0 < 0.0 else (1.0 if o0 > 1.0 else o0)
+        o1 = 0.0 if o1 < 0.0 else (1.0 if o1 > 1.0 else o1)
+        o2 = 0.0 if o2 < 0.0 else (1.0 if o2 > 1.0 else o2)
+        o3 = 0.0 if o3 < 0.0 else (1.0 if o3 > 1.0 else o3)
+        o4 = 0.0 if o4 < 0.0 else (1.0 if o4 > 1.0 else o4)
+        anomalies = [d0 - (o0 - m0), d1 - (o1 - m1), d2 - (o2 - m2), d3 - (o3 - m3), d4 - (o4 - m4)]
 
         # Reward (spec 5), in the term order of dynamics.reward.
         w0, w1, w2, w3, w4 = self._w
@@ -308,10 +312,6 @@ class RhythmEnv(gym.Env):
             f"t={t} day={t // 4} slot={spec.SLOTS[t % 4] if t < _T else '-'} {meters} "
             f"last={last} r={r:+.3f} event={spec.EVENTS[e]}"
         )
-
-
-def _clip01(x: float) -> float:
-    return 0.0 if x < 0.0 else (1.0 if x > 1.0 else x)
 
 
 def _neutral_lists():

@@ -67,7 +67,9 @@ def grade_batch(
         "connection": fm[:, spec.N].copy(),
         "adaptation": np.clip(0.5 + (late - early) / a, 0.0, 1.0) * np.clip(late / q, 0.0, 1.0),
         "efficiency": np.clip(mean_r / e, 0.0, 1.0),
-        "belief_accuracy": np.where(np.isnan(mae), 0.0, np.maximum(0.0, 1.0 - 2.0 * np.nan_to_num(mae))),
+        "belief_accuracy": np.where(
+            np.isnan(mae), 0.0, np.maximum(0.0, 1.0 - 2.0 * np.nan_to_num(mae))
+        ),
     }
     final = np.zeros(n)
     for name, weight in spec.GRADER_WEIGHTS.items():
@@ -83,6 +85,22 @@ def grade_batch(
     }
 
 
+def rescore(g: dict[str, np.ndarray], a: float, q: float, e: float) -> np.ndarray:
+    """final_score of graded episodes (``grade_batch`` output) under other constants A, Q, E.
+
+    Only adaptation and efficiency depend on them; used by the calibration search.
+    """
+    a, q, e = (np.asarray(x, dtype=np.float64)[..., None] for x in (a, q, e))
+    early, late, mean_r = g["early_reward"], g["late_reward"], g["mean_reward"]
+    adaptation = np.clip(0.5 + (late - early) / a, 0.0, 1.0) * np.clip(late / q, 0.0, 1.0)
+    efficiency = np.clip(mean_r / e, 0.0, 1.0)
+    parts = {**{k: g[k] for k in COMPONENTS}, "adaptation": adaptation, "efficiency": efficiency}
+    final = 0.0
+    for name, weight in spec.GRADER_WEIGHTS.items():
+        final = final + weight * parts[name]
+    return final
+
+
 def grade(
     rewards,
     final_meters,
@@ -93,30 +111,42 @@ def grade(
     q: float = spec.GRADER_Q,
     e: float = spec.GRADER_E,
 ) -> Grade:
-    """Grade one episode (``belief`` None if never emitted). Same arithmetic as :func:`grade_batch`."""
-    b = None if belief is None else np.asarray(belief, dtype=np.float64)[None, :]
-    g = grade_batch(
-        np.asarray(rewards, dtype=np.float64)[None, :],
-        np.asarray(final_meters, dtype=np.float64)[None, :],
-        np.array([crashes]),
-        b,
-        np.asarray(truth, dtype=np.float64)[None, :],
-        a,
-        q,
-        e,
-    )
-    mae = float(g["belief_mae"][0])
+    """Grade one episode (``belief`` None if never emitted); plain floats, equal to
+    :func:`grade_batch` up to rounding (summation order)."""
+    r = [float(x) for x in rewards]
+    if len(r) != spec.EPISODE_STEPS:
+        raise ValueError(f"expected {spec.EPISODE_STEPS} rewards, got {len(r)}")
+    half = spec.HALF_EPISODE
+    early = sum(r[:half]) / half
+    late = sum(r[half:]) / (len(r) - half)
+    mean_r = sum(r) / len(r)
+    if belief is None:
+        mae = None
+        belief_accuracy = 0.0
+    else:
+        mae = sum(abs(float(b) - float(t)) for b, t in zip(belief, truth, strict=True)) / 3.0
+        belief_accuracy = max(0.0, 1.0 - 2.0 * mae)
+    comp = {
+        "crash_free": 1.0 - crashes / spec.MAX_CRASHES,
+        "progress": float(final_meters[spec.P]),
+        "connection": float(final_meters[spec.N]),
+        "adaptation": _clip01(0.5 + (late - early) / a) * _clip01(late / q),
+        "efficiency": _clip01(mean_r / e),
+        "belief_accuracy": belief_accuracy,
+    }
+    final = 0.0
+    for name, weight in spec.GRADER_WEIGHTS.items():
+        final = final + weight * comp[name]
     return Grade(
-        final_score=float(g["final_score"][0]),
-        crash_free=float(g["crash_free"][0]),
-        progress=float(g["progress"][0]),
-        connection=float(g["connection"][0]),
-        adaptation=float(g["adaptation"][0]),
-        efficiency=float(g["efficiency"][0]),
-        belief_accuracy=float(g["belief_accuracy"][0]),
-        belief_mae=None if np.isnan(mae) else mae,
+        final_score=final,
+        **comp,
+        belief_mae=mae,
         crashes=int(crashes),
-        early_reward=float(g["early_reward"][0]),
-        late_reward=float(g["late_reward"][0]),
-        mean_reward=float(g["mean_reward"][0]),
+        early_reward=early,
+        late_reward=late,
+        mean_reward=mean_r,
     )
+
+
+def _clip01(x: float) -> float:
+    return 0.0 if x < 0.0 else (1.0 if x > 1.0 else x)

@@ -147,20 +147,34 @@ class HeuristicPolicy:
 _ALL_ACTIONS = np.arange(spec.N_ACTIONS)
 
 
-def greedy_actions(params: np.ndarray, meters: np.ndarray, slot: int) -> np.ndarray:
+def greedy_actions(
+    params: np.ndarray, meters: np.ndarray, slot: int, progress_drift: float | None = None
+) -> np.ndarray:
     """One-step greedy: for each of N states, the action maximising the expected reward (spec 5)
     of the next step under the assumed profiles ``params`` ((N, 15) or (1, 15)): their
     dynamics without event or noise, clipped, and their reward weights. Ties: lowest id."""
     m = np.atleast_2d(np.asarray(meters, dtype=np.float64))
     n = m.shape[0]
     p = np.atleast_2d(params)
-    k = compact_params(p)
+    k = compact_params(p, progress_drift)
     d = expected_delta_batch(k, m, slot, np.broadcast_to(_ALL_ACTIONS, (n, spec.N_ACTIONS)))
     new = np.clip(m[:, None, :] + d, 0.0, 1.0)
     d = new - m[:, None, :]
     w = np.broadcast_to(k.w, (n, 5))[:, None, :]
-    wd = w[..., 0] * d[..., 0] + w[..., 1] * d[..., 1] + w[..., 2] * d[..., 2] + w[..., 3] * d[..., 3] + w[..., 4] * d[..., 4]
-    wm = w[..., 0] * new[..., 0] + w[..., 1] * new[..., 1] + w[..., 2] * new[..., 2] + w[..., 3] * new[..., 3] + w[..., 4] * new[..., 4]
+    wd = (
+        w[..., 0] * d[..., 0]
+        + w[..., 1] * d[..., 1]
+        + w[..., 2] * d[..., 2]
+        + w[..., 3] * d[..., 3]
+        + w[..., 4] * d[..., 4]
+    )
+    wm = (
+        w[..., 0] * new[..., 0]
+        + w[..., 1] * new[..., 1]
+        + w[..., 2] * new[..., 2]
+        + w[..., 3] * new[..., 3]
+        + w[..., 4] * new[..., 4]
+    )
     r = (
         spec.REWARD_DELTA_SCALE * wd
         + spec.REWARD_LEVEL_SCALE * (wm - spec.REWARD_LEVEL_BASELINE)
@@ -176,13 +190,19 @@ class GreedyPolicy:
 
     ``use_truth=True``: the true profile, read from the privileged reset info
     (``observe_truth``); otherwise ``profile`` (default: the neutral one). ``emit_truth``
-    also emits the true belief (an upper reference, not a fair agent).
+    also emits the true belief (an upper reference, not a fair agent). ``progress_drift``:
+    the planner's model of the P drift when the env's is overridden (calibration only).
     """
 
     def __init__(
-        self, use_truth: bool = False, profile: Profile | None = None, emit_truth: bool = False
+        self,
+        use_truth: bool = False,
+        profile: Profile | None = None,
+        emit_truth: bool = False,
+        progress_drift: float | None = None,
     ):
         self.use_truth = use_truth
+        self.progress_drift = progress_drift
         self.emit_truth = emit_truth
         self._assumed = (profile or Profile.neutral()).to_array()[None, :]
         self._params = self._assumed
@@ -199,7 +219,9 @@ class GreedyPolicy:
             self._belief = np.asarray(info["belief_truth"], dtype=np.float64)
 
     def act(self, observation: dict[str, Any]) -> Action:
-        a = greedy_actions(self._params, observation["meters"], int(observation["slot"]))
+        a = greedy_actions(
+            self._params, observation["meters"], int(observation["slot"]), self.progress_drift
+        )
         return int(a[0]), (None if self._belief is None else self._belief.copy())
 
     def reset_batch(self, seeds) -> None:
@@ -213,7 +235,9 @@ class GreedyPolicy:
             self._batch_belief = np.asarray(info["belief_truth"])
 
     def act_batch(self, obs: dict[str, np.ndarray]):
-        a = greedy_actions(self._batch_params, obs["meters"], int(obs["slot"][0]))
+        a = greedy_actions(
+            self._batch_params, obs["meters"], int(obs["slot"][0]), self.progress_drift
+        )
         return a, self._batch_belief
 
 

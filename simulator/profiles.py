@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from functools import cache
+from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -32,8 +32,10 @@ class Profile:
         return _NEUTRAL
 
     def to_dict(self) -> dict[str, object]:
-        d = asdict(self)
-        d["w"] = tuple(self.w)
+        """``{"w": (5 floats), <modifier>: float, ...}``."""
+        d: dict[str, object] = {"w": tuple(self.w)}
+        for k in spec.MODIFIERS:
+            d[k] = getattr(self, k)
         return d
 
     @classmethod
@@ -132,7 +134,7 @@ def belief_truth(profile: Profile) -> tuple[float, float, float]:
     return _belief_truth(profile)
 
 
-@cache
+@lru_cache(maxsize=1024)
 def _belief_truth(p: Profile) -> tuple[float, float, float]:
     social = _stretch(
         0.4 * _u(p.social_vitality)

@@ -82,10 +82,11 @@ FV_MAX = 1.15
 # --- 3.4 Passive drift (V is multiplied by metabolic_rate) ------------------------------------
 DRIFT_V = -0.015
 DRIFT_C = -0.010
-DRIFT_P = -0.022
+DRIFT_P = -0.016  # spec default 0.022; set by calibration within [0.015, 0.030] (spec 9)
 DRIFT_S = -0.008
 DRIFT_N = -0.015
-#: Calibration may move the progress drift within this range (spec 9); it was not needed.
+#: The spec's progress drift before calibration, and the range calibration may move it in.
+SPEC_DRIFT_P = -0.022
 PROGRESS_DRIFT_RANGE = (-0.030, -0.015)
 
 # --- 3.5 Random events -----------------------------------------------------------------------
@@ -173,7 +174,12 @@ MODIFIER_EFFECTS: dict[str, tuple[tuple[int, int, float], ...]] = {
     "work_vitality_recovery": ((DEEP_WORK, V, 0.10), (ADMIN_WORK, V, 0.05), (LEARN, V, 0.05)),
     "progress_serenity_bonus": ((DEEP_WORK, S, 0.08), (ADMIN_WORK, S, 0.08), (LEARN, S, 0.08)),
     "leisure_guilt": ((BINGE_WATCH, S, -0.10), (ME_TIME, S, -0.10)),
-    "solo_recharge": ((ME_TIME, V, 0.05), (ME_TIME, S, 0.05), (MEDITATE, V, 0.05), (MEDITATE, S, 0.05)),
+    "solo_recharge": (
+        (ME_TIME, V, 0.05),
+        (ME_TIME, S, 0.05),
+        (MEDITATE, V, 0.05),
+        (MEDITATE, S, 0.05),
+    ),
 }
 
 # --- 4.1 Sampling ----------------------------------------------------------------------------
@@ -251,10 +257,11 @@ GRADER_WEIGHTS: dict[str, float] = {
 MAX_CRASHES = EPISODE_STEPS * N_METERS  # 140
 HALF_EPISODE = EPISODE_STEPS // 2  # early = steps 0-13, late = steps 14-27
 
-# Frozen by calibration (spec 9; `python -m simulator.calibrate`, see docs/simulator.md).
+# Frozen by calibration (spec 9; `python -m simulator.calibrate`, see docs/simulator.md),
+# together with DRIFT_P above. The prototype used A = 0.5, Q = 0.8, E = 0.5.
 GRADER_A = 0.5
-GRADER_Q = 0.8
-GRADER_E = 0.5
+GRADER_Q = 1.0
+GRADER_E = 0.7
 
 # --- 9. Evaluation protocol and published figures --------------------------------------------
 CONDITIONS: tuple[str, ...] = ("in-dist", "ood", "discrete")

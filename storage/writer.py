@@ -13,6 +13,7 @@ from datetime import date
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute in _days)
 
 from common.errors import StorageError
 from common.records import SOURCES, Deletion, RawRecord, RecordBatch, field_names
@@ -58,6 +59,9 @@ class WriteSummary:
         }
 
     def _days(self, days: Iterable[date | None]) -> None:
+        if isinstance(days, pa.Array | pa.ChunkedArray):  # columnar batches (RecordBatch)
+            mm = pa.compute.min_max(days).as_py()
+            days = [mm["min"], mm["max"]]
         ds = [d for d in days if d is not None]
         if not ds:
             return

@@ -64,7 +64,6 @@ SERIES_KINDS = frozenset(
 
 # FIT activity_type values whose `cycles` field counts steps (FIT profile subfield `steps`).
 _STEP_ACTIVITIES = {"walking", "running", 1, 6}
-_SLEEP_STAGES = {"awake", "light", "deep", "rem"}
 
 
 # -- small helpers ------------------------------------------------------------------------

@@ -68,7 +68,9 @@ def _one(
         found[0] += 1
         yield from read_fit(read(), name, fetched_at)
     elif lower.endswith(".zip"):
-        yield from _zip(read, name, fetched_at, found, progress if top_level else None)
+        # a zip on disk is opened in place (account exports reach GBs); nested ones in memory
+        source = name if top_level and Path(name).is_file() else read
+        yield from _zip(source, name, fetched_at, found, progress if top_level else None)
     else:
         kind = connect_export.kind_of(name)
         if kind is not None:
@@ -77,16 +79,22 @@ def _one(
 
 
 def _zip(
-    read: Callable[[], bytes], name: str, fetched_at: datetime, found: list[int],
+    source: str | Callable[[], bytes], name: str, fetched_at: datetime, found: list[int],
     progress: Progress | None,
 ) -> Iterator[Any]:
-    data = read()
+    if isinstance(source, str):
+        size = Path(source).stat().st_size
+        opened: Any = source
+    else:
+        data = source()
+        size = len(data)
+        opened = io.BytesIO(data)
     try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
+        zf = zipfile.ZipFile(opened)
         members = sorted((i for i in zf.infolist() if not i.is_dir()), key=lambda i: i.filename)
     except _ZIP_ERRORS as exc:
         raise SourceFormatError(
-            name, f"truncated or corrupt zip: {exc}", f"byte {len(data)} (end of file)"
+            name, f"truncated or corrupt zip: {exc}", f"byte {size} (end of file)"
         ) from None
     total = sum(i.compress_size for i in members) or None
     done = 0
@@ -106,4 +114,4 @@ def _zip(
             yield from _one(read_member, member, fetched_at, found, top_level=False)
             done += info.compress_size
             if progress and total:
-                progress(done * len(data) / total, len(data))
+                progress(done * size / total, size)

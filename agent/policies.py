@@ -1,0 +1,28 @@
+"""Register the Bayesian agents in the simulator's policy registry (for ``rhythm sim eval``).
+
+- ``bayes``: the teacher, :class:`agent.planner.BayesAgent` with default settings.
+- ``bayes-noinfo``: the same planner without the expected-belief-accuracy term (ablation:
+  no deliberate probing).
+- ``belief-only``: the spec 9 heuristic's actions with the Bayesian belief (ablation: what
+  inference alone is worth).
+"""
+
+from __future__ import annotations
+
+from agent.planner import BayesAgent
+from simulator.policies import policy_names, register_policy
+
+AGENT_POLICIES = {
+    "bayes": lambda: BayesAgent(),
+    "bayes-noinfo": lambda: BayesAgent(info_weight=0.0),
+    "belief-only": lambda: BayesAgent(plan=False),
+}
+
+
+def register_agent_policies() -> list[str]:
+    """Register the agents (idempotent); returns their names."""
+    known = set(policy_names())
+    for name, factory in AGENT_POLICIES.items():
+        if name not in known:
+            register_policy(name, factory)
+    return list(AGENT_POLICIES)

@@ -1,0 +1,166 @@
+"""Columnar conversion of quantity Records: Python string lists -> typed Arrow columns.
+
+The parser only appends attribute strings to lists; everything per-row after that
+(dates, offsets, local day, metric names, unit conversion, metadata JSON) runs here in
+Arrow's C++ kernels, a batch at a time. Per-distinct-value work (a few dozen types, units
+and device strings) is done in Python.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from connectors.healthkit.types import parse_date, parse_device, quantity_mapping
+
+_TS = pa.timestamp("us", tz="UTC")
+_DATE_FMT = "%Y-%m-%d %H:%M:%S"
+
+
+class ConversionError(ValueError):
+    """A column value could not be read (bad date or number); `row` is batch-relative."""
+
+    def __init__(self, row: int, detail: str):
+        super().__init__(detail)
+        self.row = row
+
+
+def _dates(strings: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """(UTC instants, offset minutes, local day) of `YYYY-MM-DD HH:MM:SS +HHMM` strings."""
+    local = pc.strptime(
+        pc.utf8_slice_codeunits(strings, 0, 19), format=_DATE_FMT, unit="s", error_is_null=True
+    )
+    sign_ch = pc.utf8_slice_codeunits(strings, 20, 21)
+    hh = pc.cast(pc.utf8_slice_codeunits(strings, 21, 23), pa.int32(), safe=False)
+    mm = pc.cast(pc.utf8_slice_codeunits(strings, 23, 25), pa.int32(), safe=False)
+    sign = pc.if_else(pc.equal(sign_ch, "-"), -1, 1)
+    offset = pc.multiply(sign, pc.add(pc.multiply(hh, 60), mm))
+    well_formed = pc.and_(
+        pc.equal(pc.utf8_length(strings), 25),
+        pc.and_(pc.is_in(sign_ch, pa.array(["+", "-"])), pc.is_valid(local)),
+    )
+    if not pc.all(well_formed).as_py():
+        return _dates_slow(strings)
+    secs = pc.subtract(pc.cast(local, pa.int64()), pc.multiply(pc.cast(offset, pa.int64()), 60))
+    utc = pc.cast(pc.multiply(secs, 1_000_000), _TS)
+    return utc, offset, pc.cast(local, pa.date32())
+
+
+def _dates_slow(strings: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """Row by row, for batches holding a date in an unusual shape (or a bad one)."""
+    utc, off, day = [], [], []
+    for i, s in enumerate(strings.to_pylist()):
+        try:
+            dt, o = parse_date(s)
+        except (ValueError, TypeError):
+            raise ConversionError(i, f"unreadable date {s!r}") from None
+        utc.append(dt)
+        off.append(o)
+        day.append(dt.date())
+    return (
+        pa.array(utc, _TS),
+        pa.array(off, pa.int32()),
+        pa.array(day, pa.date32()),
+    )
+
+
+def _values(values: Sequence[str | None]) -> pa.Array:
+    arr = pa.array(values, pa.string())
+    try:
+        return pc.cast(arr, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        out: list[float | None] = []
+        for v in values:
+            try:
+                out.append(float(v) if v is not None else None)
+            except ValueError:
+                out.append(None)  # never invent a number
+        return pa.array(out, pa.float64())
+
+
+def _codes(values: Sequence[str | None]) -> tuple[np.ndarray, list[str | None]]:
+    """Dictionary-encode a string list: (int codes, distinct values)."""
+    enc = pc.dictionary_encode(pa.array(values, pa.string()), null_encoding="encode")
+    return enc.indices.to_numpy(zero_copy_only=False), enc.dictionary.to_pylist()
+
+
+def _json_str(strings: Sequence[str]) -> pa.Array:
+    """JSON string literals (quoted, escaped) for a list of strings, vectorised."""
+    arr = pa.array(strings, pa.string())
+    if pc.any(pc.match_substring_regex(arr, r"[\x00-\x1f]")).as_py():
+        return pa.array([json.dumps(s, ensure_ascii=False) for s in strings], pa.string())
+    arr = pc.replace_substring(arr, "\\", "\\\\")
+    arr = pc.replace_substring(arr, '"', '\\"')
+    return pc.binary_join_element_wise('"', arr, '"', "")
+
+
+def _metadata_json(n: int, rows: Sequence[int], keys: Sequence[str], vals: Sequence[str]) -> pa.Array:
+    """One JSON object per row from (row, key, value) triples; null for rows without any."""
+    if not rows:
+        return pa.nulls(n, pa.string())
+    row_arr = np.asarray(rows, dtype=np.int64)
+    pairs = pc.binary_join_element_wise(_json_str(keys), _json_str(vals), ":")
+    offsets = np.searchsorted(row_arr, np.arange(n + 1), side="left").astype(np.int32)
+    lists = pa.ListArray.from_arrays(pa.array(offsets), pairs)
+    joined = pc.binary_join(lists, ",")
+    wrapped = pc.binary_join_element_wise("{", joined, "}", "")
+    return pc.if_else(pc.equal(joined, ""), pa.scalar(None, pa.string()), wrapped)
+
+
+def quantity_columns(
+    types: Sequence[str],
+    sources: Sequence[str],
+    devices: Sequence[str | None],
+    units: Sequence[str | None],
+    starts: Sequence[str],
+    ends: Sequence[str],
+    values: Sequence[str | None],
+    md_rows: Sequence[int] = (),
+    md_keys: Sequence[str] = (),
+    md_vals: Sequence[str] = (),
+) -> dict[str, pa.Array]:
+    """Columns of `common.records.Sample` for a batch of quantity Records."""
+    n = len(types)
+    t_codes, t_dict = _codes(types)
+    u_codes, u_dict = _codes(units)
+    combo = t_codes.astype(np.int64) * (len(u_dict) + 1) + u_codes
+    uniq, inverse = np.unique(combo, return_inverse=True)
+    metric_of, unit_of, factor_of = [], [], []
+    for c in uniq:
+        metric, unit, factor = quantity_mapping(t_dict[c // (len(u_dict) + 1)], u_dict[c % (len(u_dict) + 1)])
+        metric_of.append(metric)
+        unit_of.append(unit)
+        factor_of.append(factor)
+    inv = pa.array(inverse.astype(np.int32))
+    metric = pc.take(pa.array(metric_of, pa.string()), inv)
+    unit = pc.take(pa.array(unit_of, pa.string()), inv)
+    value = _values(values)
+    factors = np.asarray(factor_of)[inverse]
+    if not np.all(factors == 1.0):
+        value = pc.multiply(value, pa.array(factors))
+
+    d_codes, d_dict = _codes(devices)
+    device = pc.take(pa.array([parse_device(d) for d in d_dict], pa.string()), pa.array(d_codes))
+
+    try:
+        start_ts, offset, day = _dates(pa.array(starts, pa.string()))
+        end_ts, _, _ = _dates(pa.array(ends, pa.string()))
+    except ConversionError:
+        raise
+    return {
+        "source": pa.array(np.full(n, "healthkit", dtype=object), pa.string()),
+        "metric": metric,
+        "start_ts": start_ts,
+        "end_ts": end_ts,
+        "value": value,
+        "unit": unit,
+        "local_day": day,
+        "source_name": pa.array(sources, pa.string()),
+        "device": device,
+        "tz_offset_min": offset,
+        "detail": _metadata_json(n, md_rows, md_keys, md_vals),
+    }

@@ -1,0 +1,413 @@
+"""What the person did: calendar events and wearable sessions -> one of the ten actions. Pure.
+
+Event classification (titles are untrusted text: they are only ever classifier input):
+
+- ``rule_classify``: the keyword baseline of mapping/data/keywords.toml (multilingual: en,
+  de, fr, es, nl, pt, it), plus the Google ``eventType`` and an attendee fallback.
+- ``learned_classify``: a multinomial naive Bayes over character n-grams (2-4 letters of each
+  word) and whole words, in numpy. It is trained deterministically, at first use, on the
+  ``train`` rows of mapping/data/labelled_events.csv and cached for the process.
+- ``classify_event``: what `rhythm map` uses. The learned model decides; where it is unsure
+  (top probability below ``HYBRID_THRESHOLD``) and a keyword matched, the keyword rule
+  decides. ``eventType`` focusTime/outOfOffice always wins.
+
+The label set is the ten actions plus ``OTHER`` (appointments, travel, holidays, blockers);
+an OTHER or unknown event gets no action (``None``), never a made-up one.
+
+``slot_action`` decides one action per slot with the precedence of rules.toml
+[slot_actions]: sleep > workout > mindful session > the dominant classified calendar events >
+nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import tomllib
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from common.records import ACTIONS
+from mapping.rules import SlotActionRules, default_rules
+
+OTHER = "OTHER"
+LABELS: tuple[str, ...] = (*ACTIONS, OTHER)
+HYBRID_THRESHOLD = 0.5  # learned top probability below this and a keyword matched: the rule
+MIN_CONFIDENCE = 0.2  # below this the learned model abstains (no action)
+NB_ALPHA = 0.3
+NGRAMS = (2, 3, 4)
+SLOT_MINUTES = (360.0, 360.0, 300.0, 420.0)  # morning 06-12, afternoon 12-18, evening 18-23, night 23-06
+
+
+@dataclass(frozen=True)
+class Classification:
+    action: str | None  # one of ACTIONS, or None (OTHER / unknown)
+    confidence: float
+    method: str  # "rules", "learned", "event_type", "attendees", "none"
+    label: str | None = None  # the raw label, OTHER included
+    matched: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "confidence": round(self.confidence, 3),
+            "method": self.method,
+            "label": self.label,
+            "matched": list(self.matched),
+        }
+
+
+def _as_action(label: str | None) -> str | None:
+    return label if label in ACTIONS else None
+
+
+# --- text ---------------------------------------------------------------------------------
+
+
+def normalize(text: str | None) -> str:
+    """Lower case, accents stripped, anything but letters and digits -> one space."""
+    if not text:
+        return ""
+    t = unicodedata.normalize("NFKD", str(text))
+    t = "".join(c for c in t if not unicodedata.combining(c)).lower()
+    t = t.replace("ß", "ss").replace("'", "")
+    out = "".join(c if c.isalnum() or c == "+" else " " for c in t)
+    return " ".join(out.split())
+
+
+# --- keyword rules --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeywordRules:
+    keywords: dict[str, tuple[str, ...]]  # label -> normalised keywords
+    weights: dict[str, float]
+    event_types: dict[str, str]
+    confidence_base: float
+    confidence_per_extra: float
+    confidence_max: float
+    attendee_meeting_min: int
+    attendee_meeting_confidence: float
+    description_weight: float
+
+
+@cache
+def keyword_rules() -> KeywordRules:
+    doc = tomllib.loads(resources.files("mapping").joinpath("data/keywords.toml").read_text())
+    cfg = doc["rules"]
+    kws, weights = {}, {}
+    for label, spec in doc["actions"].items():
+        if label not in LABELS:
+            raise ValueError(f"keywords.toml: unknown action {label}")
+        kws[label] = tuple(dict.fromkeys(normalize(k) for k in spec["keywords"] if normalize(k)))
+        weights[label] = float(spec.get("weight", 1.0))
+    return KeywordRules(
+        keywords=kws,
+        weights=weights,
+        event_types=dict(doc.get("event_types", {})),
+        confidence_base=float(cfg["confidence_base"]),
+        confidence_per_extra=float(cfg["confidence_per_extra"]),
+        confidence_max=float(cfg["confidence_max"]),
+        attendee_meeting_min=int(cfg["attendee_meeting_min"]),
+        attendee_meeting_confidence=float(cfg["attendee_meeting_confidence"]),
+        description_weight=float(cfg["description_weight"]),
+    )
+
+
+def _matches(words: Sequence[str], keyword: str) -> bool:
+    """Keyword starts a word (phrases: consecutive words); <= 3 letters: the whole word."""
+    kw = keyword.split()
+    n = len(kw)
+    for i in range(len(words) - n + 1):
+        if words[i : i + n - 1] != kw[:-1]:
+            continue
+        last = words[i + n - 1]
+        if last == kw[-1] or (len(kw[-1]) > 3 and last.startswith(kw[-1])):
+            return True
+    return False
+
+
+def _keyword_scores(text: str, rules: KeywordRules, factor: float = 1.0) -> dict[str, tuple[float, list[str]]]:
+    words = normalize(text).split()
+    out: dict[str, tuple[float, list[str]]] = {}
+    if not words:
+        return out
+    for label, kws in rules.keywords.items():
+        hit = [k for k in kws if _matches(words, k)]
+        if hit:
+            out[label] = (rules.weights[label] * len(hit) * factor, hit)
+    return out
+
+
+def rule_classify(
+    title: str | None,
+    description: str | None = None,
+    attendees: int | None = None,
+    event_type: str | None = None,
+) -> Classification:
+    """The keyword baseline."""
+    rules = keyword_rules()
+    if event_type and event_type in rules.event_types:
+        label = rules.event_types[event_type]
+        return Classification(_as_action(label), 0.9, "event_type", label, (event_type,))
+    scores = _keyword_scores(title or "", rules)
+    for label, (s, hit) in _keyword_scores(description or "", rules, rules.description_weight).items():
+        prev = scores.get(label, (0.0, []))
+        scores[label] = (prev[0] + s, prev[1] + hit)
+    if scores:
+        order = {lab: i for i, lab in enumerate(rules.keywords)}
+        label = max(scores, key=lambda lab: (scores[lab][0], -order[lab]))
+        n = len(scores[label][1])
+        conf = min(rules.confidence_max, rules.confidence_base + rules.confidence_per_extra * (n - 1))
+        if len(scores) > 1:
+            conf *= scores[label][0] / sum(s for s, _ in scores.values())
+        return Classification(_as_action(label), conf, "rules", label, tuple(scores[label][1]))
+    if attendees is not None and attendees >= rules.attendee_meeting_min:
+        return Classification("ADMIN_WORK", rules.attendee_meeting_confidence, "attendees", "ADMIN_WORK")
+    return Classification(None, 0.0, "none", None)
+
+
+# --- learned classifier -------------------------------------------------------------------
+
+
+def featurize(title: str | None, attendees: int | None = None) -> list[str]:
+    """Whole words, character 2-4-grams of each padded word, and an attendee bucket."""
+    feats: list[str] = []
+    for w in normalize(title).split():
+        feats.append(f"w:{w}")
+        padded = f" {w} "
+        for n in NGRAMS:
+            feats.extend(f"c:{padded[i : i + n]}" for i in range(len(padded) - n + 1))
+    if attendees is not None:
+        feats.append("a:solo" if attendees <= 1 else ("a:few" if attendees <= 4 else "a:many"))
+    return feats
+
+
+@dataclass
+class NaiveBayes:
+    """Multinomial naive Bayes with additive smoothing; deterministic."""
+
+    labels: tuple[str, ...] = LABELS
+    alpha: float = NB_ALPHA
+    vocab: dict[str, int] = field(default_factory=dict)
+    log_prior: np.ndarray | None = None
+    log_lik: np.ndarray | None = None
+
+    def fit(self, docs: Sequence[list[str]], y: Sequence[str]) -> NaiveBayes:
+        for d in docs:
+            for f in d:
+                self.vocab.setdefault(f, len(self.vocab))
+        k, v = len(self.labels), len(self.vocab)
+        counts = np.zeros((k, v))
+        prior = np.zeros(k)
+        idx = {lab: i for i, lab in enumerate(self.labels)}
+        for d, lab in zip(docs, y, strict=True):
+            c = idx[lab]
+            prior[c] += 1
+            for f in d:
+                counts[c, self.vocab[f]] += 1
+        self.log_prior = np.log((prior + 1.0) / (prior.sum() + k))
+        sm = counts + self.alpha
+        self.log_lik = np.log(sm / sm.sum(axis=1, keepdims=True))
+        return self
+
+    def log_posterior(self, doc: list[str]) -> tuple[np.ndarray, int]:
+        ids = [self.vocab[f] for f in doc if f in self.vocab]
+        lp = self.log_prior.copy()
+        if ids:
+            lp = lp + self.log_lik[:, ids].sum(axis=1)
+        return lp, len(ids)
+
+    def predict_proba(self, doc: list[str]) -> dict[str, float]:
+        """Posterior, tempered by the number of known features (naive Bayes is overconfident)."""
+        lp, n = self.log_posterior(doc)
+        if n == 0:
+            return {lab: 0.0 for lab in self.labels}
+        lp = lp / max(1.0, math.sqrt(n))
+        p = np.exp(lp - lp.max())
+        p = p / p.sum()
+        return {lab: float(x) for lab, x in zip(self.labels, p, strict=True)}
+
+
+@dataclass(frozen=True)
+class LabelledEvent:
+    title: str
+    attendees: int | None
+    lang: str
+    label: str
+    split: str
+
+
+@cache
+def labelled_events() -> tuple[LabelledEvent, ...]:
+    text = resources.files("mapping").joinpath("data/labelled_events.csv").read_text()
+    rows = []
+    for r in csv.DictReader(text.splitlines()):
+        if r["label"] not in LABELS or r["split"] not in ("train", "test"):
+            raise ValueError(f"labelled_events.csv: bad row {r}")
+        att = int(r["attendees"]) if r["attendees"] else None
+        rows.append(LabelledEvent(r["title"], att, r["lang"], r["label"], r["split"]))
+    return tuple(rows)
+
+
+def train(rows: Iterable[LabelledEvent]) -> NaiveBayes:
+    rows = list(rows)
+    return NaiveBayes().fit([featurize(r.title, r.attendees) for r in rows], [r.label for r in rows])
+
+
+@cache
+def learned_model() -> NaiveBayes:
+    """The model trained on the ``train`` split (at first use; deterministic)."""
+    return train(r for r in labelled_events() if r.split == "train")
+
+
+def learned_classify(
+    title: str | None, attendees: int | None = None, model: NaiveBayes | None = None
+) -> Classification:
+    model = model or learned_model()
+    proba = model.predict_proba(featurize(title, attendees))
+    label = max(proba, key=lambda lab: proba[lab])
+    conf = proba[label]
+    if conf < MIN_CONFIDENCE:
+        return Classification(None, 0.0, "none", None)
+    return Classification(_as_action(label), conf, "learned", label)
+
+
+def classify_event(
+    title: str | None,
+    description: str | None = None,
+    attendees: int | None = None,
+    event_type: str | None = None,
+    model: NaiveBayes | None = None,
+) -> Classification:
+    """The classifier `rhythm map` uses (see the module docstring)."""
+    rule = rule_classify(title, description, attendees, event_type)
+    if rule.method == "event_type":
+        return rule
+    text = title if normalize(title) else description
+    learned = learned_classify(text, attendees, model)
+    if learned.label is not None and learned.confidence >= HYBRID_THRESHOLD:
+        if rule.label == learned.label:
+            return Classification(
+                learned.action, max(learned.confidence, rule.confidence), "learned+rules",
+                learned.label, rule.matched,
+            )
+        return learned
+    if rule.method == "rules":
+        return rule
+    if learned.label is not None:
+        return learned
+    return rule  # attendee fallback or nothing
+
+
+def evaluate(split: str = "test", model: NaiveBayes | None = None) -> dict[str, Any]:
+    """Accuracy of the rules, the learned model and the hybrid on a split of the labelled set.
+
+    OTHER counts as a label: predicting no action for an OTHER event is right.
+    """
+    rows = [r for r in labelled_events() if r.split == split]
+    model = model or learned_model()
+
+    def lab(c: Classification) -> str:
+        return c.label if c.label in LABELS else OTHER
+
+    res = {"rules": 0, "learned": 0, "hybrid": 0}
+    per_lang: dict[str, dict[str, int]] = {}
+    for r in rows:
+        preds = {
+            "rules": lab(rule_classify(r.title, None, r.attendees)),
+            "learned": lab(learned_classify(r.title, r.attendees, model)),
+            "hybrid": lab(classify_event(r.title, None, r.attendees, model=model)),
+        }
+        pl = per_lang.setdefault(r.lang, {"n": 0, "rules": 0, "learned": 0, "hybrid": 0})
+        pl["n"] += 1
+        for k, p in preds.items():
+            ok = int(p == r.label)
+            res[k] += ok
+            pl[k] += ok
+    n = len(rows)
+    return {
+        "split": split,
+        "n": n,
+        **{f"{k}_accuracy": round(v / n, 4) if n else 0.0 for k, v in res.items()},
+        "per_language": per_lang,
+    }
+
+
+# --- slot actions ---------------------------------------------------------------------------
+
+
+@dataclass
+class SlotEvidence:
+    """What is known about one (day, slot), in minutes within the slot."""
+
+    sleep_min: float = 0.0
+    workout_min: float = 0.0
+    workout_sports: list[str] = field(default_factory=list)
+    mindful_min: float = 0.0
+    # action -> [minutes, confidence-weighted minutes, titles count]
+    event_min: dict[str, list[float]] = field(default_factory=dict)
+
+    def add_event(self, action: str, minutes: float, confidence: float) -> None:
+        acc = self.event_min.setdefault(action, [0.0, 0.0, 0.0])
+        acc[0] += minutes
+        acc[1] += minutes * confidence
+        acc[2] += 1
+
+
+def slot_action(
+    ev: SlotEvidence, slot: int, thresholds: SlotActionRules | None = None
+) -> tuple[str | None, float, dict[str, Any]]:
+    """``(action or None, confidence, evidence)`` for one slot; see the module docstring."""
+    th = thresholds or default_rules().slot_actions
+    length = SLOT_MINUTES[slot]
+    evidence: dict[str, Any] = {
+        "sleep_min": round(ev.sleep_min, 1),
+        "workout_min": round(ev.workout_min, 1),
+        "mindful_min": round(ev.mindful_min, 1),
+        "calendar": {a: {"minutes": round(v[0], 1), "events": int(v[2])} for a, v in ev.event_min.items()},
+    }
+    share = ev.sleep_min / length
+    if share >= th.sleep_share:
+        evidence["rule"] = "sleep"
+        return "SLEEP", min(1.0, 0.6 + 0.4 * share), evidence
+    if ev.workout_min >= th.workout_min:
+        evidence["rule"] = "workout"
+        evidence["sports"] = sorted(set(ev.workout_sports))
+        return "EXERCISE", min(1.0, 0.7 + 0.3 * ev.workout_min / 60.0), evidence
+    if ev.mindful_min >= th.mindful_min:
+        evidence["rule"] = "mindful"
+        return "MEDITATE", min(1.0, 0.6 + 0.4 * ev.mindful_min / 30.0), evidence
+    if ev.event_min:
+        action = max(ev.event_min, key=lambda a: (ev.event_min[a][0], ev.event_min[a][1], a))
+        minutes, wmin, _ = ev.event_min[action]
+        if minutes >= th.calendar_min:
+            total = sum(v[0] for v in ev.event_min.values())
+            mean_conf = wmin / minutes if minutes else 0.0
+            coverage = min(1.0, minutes / (0.5 * length))
+            conf = mean_conf * (minutes / total) * (0.5 + 0.5 * coverage)
+            evidence["rule"] = "calendar"
+            return action, round(min(1.0, conf), 4), evidence
+    evidence["rule"] = "none"
+    return None, 0.0, evidence
+
+
+def action_index(action: str | None) -> int | None:
+    return None if action is None else ACTIONS.index(action)
+
+
+def overlap_min(a_start: Any, a_end: Any, b_start: Any, b_end: Any) -> float:
+    """Minutes two intervals overlap (any comparable datetimes)."""
+    s, e = max(a_start, b_start), min(a_end, b_end)
+    return max(0.0, (e - s).total_seconds() / 60.0)
+
+
+def proba_table(title: str, attendees: int | None = None) -> Mapping[str, float]:
+    """The learned model's probabilities for one title (for explanations and tests)."""
+    return learned_model().predict_proba(featurize(title, attendees))

@@ -1,0 +1,62 @@
+"""`rhythm auth whoop|google|garmin`: authorise Rhythm once; tokens are stored (0600)."""
+
+from __future__ import annotations
+
+import typer
+
+from rhythm.cli._common import console, get_settings, print_json
+from rhythm.sync import WHOOP_REDIRECT_PORT, auth_garmin, auth_google, auth_whoop
+
+app = typer.Typer(help="Authorise API access (OAuth with a local redirect); tokens stay on this machine.", no_args_is_help=True)
+
+
+def _show_url(url: str) -> None:
+    console.print("Open this address in a browser to authorise Rhythm:", highlight=False)
+    console.print(url, highlight=False, soft_wrap=True)
+    console.print("Waiting for the redirect ...", highlight=False)
+
+
+def _done(result: dict, json_out: bool) -> None:
+    if json_out:
+        print_json(result)
+        return
+    console.print(f"{result['provider']}: authorised; tokens stored in {result['stored']}", highlight=False)
+    if result.get("expires_at"):
+        refresh = "with" if result.get("refresh_token") else "WITHOUT"
+        console.print(f"access token valid until {result['expires_at']} ({refresh} a refresh token)", highlight=False)
+
+
+@app.command("whoop")
+def whoop(
+    ctx: typer.Context,
+    no_browser: bool = typer.Option(False, "--no-browser", help="Only print the URL; do not open a browser."),
+    port: int = typer.Option(WHOOP_REDIRECT_PORT, "--port", help="Local redirect port (must match the redirect URL registered with your WHOOP app: http://localhost:PORT/callback)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """WHOOP API v2 (scopes incl. offline, so Rhythm can refresh on its own)."""
+    _done(auth_whoop(get_settings(ctx), open_browser=not no_browser, on_url=_show_url, port=port), json_out)
+
+
+@app.command("google")
+def google(
+    ctx: typer.Context,
+    no_browser: bool = typer.Option(False, "--no-browser", help="Only print the URL; do not open a browser."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Google Calendar (read-only), installed-app flow with a 127.0.0.1 redirect."""
+    _done(auth_google(get_settings(ctx), open_browser=not no_browser, on_url=_show_url), json_out)
+
+
+@app.command("garmin")
+def garmin(
+    ctx: typer.Context,
+    email: str = typer.Option(..., "--email", prompt=True, help="Garmin Connect e-mail."),
+    password: str = typer.Option(..., "--password", prompt=True, hide_input=True, help="Garmin Connect password (not stored)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Garmin Connect (optional extra rhythm[garmin]); logs in once, keeps the tokens."""
+    result = auth_garmin(get_settings(ctx), email, password, prompt_mfa=lambda: typer.prompt("MFA code"))
+    if json_out:
+        print_json(result)
+    else:
+        console.print(f"garmin: logged in; tokens stored in {result['stored']}", highlight=False)

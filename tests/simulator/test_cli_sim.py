@@ -1,0 +1,90 @@
+"""`rhythm sim` (the Typer sub-app), driven through CliRunner."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from rhythm.cli.sim import app
+from simulator.evaluate import evaluate
+
+runner = CliRunner()
+
+
+def test_eval_json_matches_the_library():
+    res = runner.invoke(
+        app, ["eval", "--policy", "heuristic", "--condition", "ood", "--episodes", "7", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    got = data["results"]["ood"]
+    want = evaluate("heuristic", "ood", episodes=7).to_dict()
+    assert got["episodes"] == 7
+    assert got["final_score"] == want["final_score"]
+    assert got["final_score_ci95"] == want["final_score_ci95"]
+    for k in (
+        "crash_free",
+        "progress",
+        "connection",
+        "adaptation",
+        "efficiency",
+        "belief_accuracy",
+        "belief_mae",
+        "crashes_mean",
+        "crashes_total",
+    ):
+        assert got[k] == want[k]
+    assert got["published"] == 0.455
+
+
+def test_eval_table_single_condition():
+    res = runner.invoke(app, ["eval", "--policy", "random", "--episodes", "5"])
+    assert res.exit_code == 0, res.output
+    for text in ("final_score", "95% interval", "adaptation", "belief_mae", "crashes", "0.393"):
+        assert text in res.stdout
+
+
+def test_eval_all_prints_the_three_condition_table_with_published_figures():
+    res = runner.invoke(
+        app, ["eval", "--policy", "heuristic", "--condition", "all", "--episodes", "2"]
+    )
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    for text in ("in-dist", "OOD", "discrete-3", "0.611", "0.621", "0.574", "0.507", "0.426"):
+        assert text in out
+    res = runner.invoke(
+        app, ["eval", "--policy", "random", "--condition", "all", "--episodes", "2", "--json"]
+    )
+    data = json.loads(res.stdout)
+    assert set(data["results"]) == {"in-dist", "ood", "discrete"}
+    assert data["results"]["discrete"]["episodes"] == 6  # 2 per named profile
+    assert data["published"]["heuristic"]["in-dist"] == 0.463
+
+
+def test_seed_offset_changes_the_episodes():
+    a = json.loads(
+        runner.invoke(app, ["eval", "--policy", "random", "--episodes", "3", "--json"]).stdout
+    )
+    b = json.loads(
+        runner.invoke(
+            app, ["eval", "--policy", "random", "--episodes", "3", "--seed-offset", "5", "--json"]
+        ).stdout
+    )
+    assert a["results"]["in-dist"]["final_score"] != b["results"]["in-dist"]["final_score"]
+
+
+def test_errors_are_usage_errors():
+    res = runner.invoke(app, ["eval", "--policy", "nobody"])
+    assert res.exit_code == 2 and "unknown policy" in res.output
+    res = runner.invoke(app, ["eval", "--policy", "random", "--condition", "mars"])
+    assert res.exit_code == 2
+    res = runner.invoke(app, ["eval", "--policy", "random", "--episodes", "0"])
+    assert res.exit_code == 2
+
+
+def test_policies_lists_the_registry_and_no_args_shows_help():
+    res = runner.invoke(app, ["policies"])
+    assert res.exit_code == 0 and "heuristic" in res.stdout and "greedy-true" in res.stdout
+    res = runner.invoke(app, [])
+    assert "eval" in res.output
