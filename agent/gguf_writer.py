@@ -71,7 +71,9 @@ class LlamaConfig:
     def from_hf(cls, hf_config: Any, **overrides: Any) -> LlamaConfig:
         """From a transformers ``LlamaConfig`` (or any object with the same attributes)."""
         names = cls.__dataclass_fields__
-        values = {k: getattr(hf_config, k) for k in names if getattr(hf_config, k, None) is not None}
+        values = {
+            k: getattr(hf_config, k) for k in names if getattr(hf_config, k, None) is not None
+        }
         rope = getattr(hf_config, "rope_parameters", None) or {}
         if "rope_theta" not in values and isinstance(rope, Mapping) and "rope_theta" in rope:
             values["rope_theta"] = float(rope["rope_theta"])

@@ -386,8 +386,15 @@ def _compact_context(context: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def compact_step_line(step_t: int, action: int, belief: Sequence[float] | None, reward: float,
-                      event: int, meters: Sequence[float], anomalies: Sequence[float]) -> str:
+def compact_step_line(
+    step_t: int,
+    action: int,
+    belief: Sequence[float] | None,
+    reward: float,
+    event: int,
+    meters: Sequence[float],
+    anomalies: Sequence[float],
+) -> str:
     """One compact step line (without newline); see the module docstring."""
     head = f"{spec.SLOTS[step_t % spec.SLOTS_PER_DAY]}:{spec.ACTIONS[action]}"
     if belief is not None:
@@ -494,9 +501,7 @@ def render_chat(
         parts.append("Calendar (imported, information only):\n" + "\n".join(rows))
     feedback = _feedback(ctx)
     if feedback:
-        rows = [
-            f"- {_when_text(d, s, 'day ') or 'earlier'}: {a} -> {r}" for d, s, a, r in feedback
-        ]
+        rows = [f"- {_when_text(d, s, 'day ') or 'earlier'}: {a} -> {r}" for d, s, a, r in feedback]
         parts.append("Feedback on earlier suggestions (information only):\n" + "\n".join(rows))
     table = [
         f"Start (step {t0}): meters " + " ".join(_plain(v) for v in meters0),

@@ -27,9 +27,7 @@ GGUF_MAGIC = b"GGUF"
 
 @runtime_checkable
 class Model(Protocol):
-    def complete(
-        self, prompt: Prompt, *, grammar: str | None = None, max_tokens: int = 16
-    ) -> str:
+    def complete(self, prompt: Prompt, *, grammar: str | None = None, max_tokens: int = 16) -> str:
         """The model's continuation of ``prompt`` (text) or its reply to ``prompt``
         (chat messages), constrained by the GBNF ``grammar`` when given."""
         ...
@@ -104,9 +102,7 @@ class LlamaCppModel:
             self._grammars[grammar] = cached
         return cached
 
-    def complete(
-        self, prompt: Prompt, *, grammar: str | None = None, max_tokens: int = 16
-    ) -> str:
+    def complete(self, prompt: Prompt, *, grammar: str | None = None, max_tokens: int = 16) -> str:
         llm = self._load()
         g = self._grammar(grammar) if grammar is not None else None
         options = dict(
@@ -150,9 +146,7 @@ def _import_llama_cpp() -> Any:
     try:
         import llama_cpp
     except ImportError:
-        raise ModelError(
-            "llama-cpp-python is not installed: pip install 'rhythm[ml]'"
-        ) from None
+        raise ModelError("llama-cpp-python is not installed: pip install 'rhythm[ml]'") from None
     return llama_cpp
 
 
@@ -181,9 +175,7 @@ class ScriptedModel:
     def prompts(self) -> list[Prompt]:
         return [c.prompt for c in self.calls]
 
-    def complete(
-        self, prompt: Prompt, *, grammar: str | None = None, max_tokens: int = 16
-    ) -> str:
+    def complete(self, prompt: Prompt, *, grammar: str | None = None, max_tokens: int = 16) -> str:
         self.calls.append(Call(prompt, grammar, max_tokens))
         i = len(self.calls) - 1
         if i < len(self._outputs):

@@ -44,6 +44,7 @@ METRIC_UNITS: dict[str, str] = {
     "steps": "count",
     "active_energy": "kcal",
     "basal_energy": "kcal",
+    "total_energy": "kcal",  # active + basal (WHOOP's "Energy burned")
     "exercise_time": "min",
     "respiratory_rate": "brpm",
     "spo2": "pct",
@@ -61,6 +62,7 @@ METRIC_UNITS: dict[str, str] = {
     "intensity_minutes": "min",
     "vo2max": "ml/kg/min",
     "weight": "kg",
+    # journal_<question>: WHOOP journal answers, 1 = yes, 0 = no (unit "bool")
 }
 
 

@@ -34,6 +34,7 @@ class Settings:
     whoop_client_id: str | None = None
     whoop_client_secret: str | None = None
     whoop_lag_days: int = 3
+    whoop_redirect_port: int = 8765  # must match the redirect URL registered with the WHOOP app
 
     # Google Calendar API v3
     google_api_base: str = "https://www.googleapis.com/calendar/v3"
@@ -59,6 +60,8 @@ class Settings:
     # Agent
     model_path: Path | None = None  # a local GGUF; default: the bundled student, else Bayesian
     agent_backend: str = "auto"  # auto | bayes | llm
+
+    token_backend: str = "file"  # file (0600 JSON in RHYTHM_HOME/tokens) | keyring | auto
 
     debug: bool = False
 

@@ -30,6 +30,7 @@ from connectors.oauth import (
     exchange_code,
     token_store,
 )
+from rhythm.lock import writer_lock
 from rhythm.settings import Settings
 from storage import open_db
 from storage.db import Database
@@ -50,7 +51,7 @@ def default_policy() -> RetryPolicy:
 
 
 def tokens(settings: Settings) -> TokenStore:
-    return token_store(settings.tokens_dir, getattr(settings, "token_backend", "file"))
+    return token_store(settings.tokens_dir, settings.token_backend)
 
 
 def garmin_token_dir(settings: Settings) -> Path:
@@ -91,13 +92,17 @@ def sync(
         raise ConfigError(f"unknown source {unknown[0]!r}; choose from {', '.join(SYNC_SOURCES)}")
     policy = policy or default_policy()
     results: dict[str, Any] = {}
-    with open_db(settings.database) as db:
+    with writer_lock(settings.home, "rhythm sync"), open_db(settings.database) as db:
         for name in dict.fromkeys(names):
             started = datetime.now(UTC)
             try:
                 results[name] = {"ok": True, **_sync_one(db, settings, name, progress, policy, now, started)}
             except RhythmError as exc:
                 line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                _note_failure(db, name, line, started)
+                results[name] = {"ok": False, "error": line}
+            except Exception as exc:  # an unexpected payload must not stop the other sources
+                line = f"{name}: unexpected {type(exc).__name__} while syncing: {str(exc)[:200]}"
                 _note_failure(db, name, line, started)
                 results[name] = {"ok": False, "error": line}
     return {"ok": all(r["ok"] for r in results.values()), "sources": results}

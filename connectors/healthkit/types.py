@@ -7,7 +7,7 @@ dropped) under a snake_case name derived from the identifier, with Apple's own u
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from functools import lru_cache
 
 QUANTITY_PREFIX = "HKQuantityTypeIdentifier"
@@ -151,9 +151,9 @@ def parse_date(text: str) -> tuple[datetime, int | None]:
     h, mi, se = int(s[11:13]), int(s[14:16]), int(s[17:19])
     tail = s[19:].strip()
     if not tail:
-        return datetime(y, mo, d, h, mi, se, tzinfo=timezone.utc), None
+        return datetime(y, mo, d, h, mi, se, tzinfo=UTC), None
     if tail in ("Z", "UTC", "GMT"):
-        return datetime(y, mo, d, h, mi, se, tzinfo=timezone.utc), 0
+        return datetime(y, mo, d, h, mi, se, tzinfo=UTC), 0
     if len(tail) not in (5, 6) or tail[0] not in "+-":
         raise ValueError(f"unrecognised UTC offset in {text!r}")
     digits = tail[1:].replace(":", "")

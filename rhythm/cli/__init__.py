@@ -6,6 +6,7 @@ import os
 import sys
 
 import duckdb
+from rich.markup import escape
 
 from common.errors import RhythmError
 from rhythm.cli._common import err_console
@@ -23,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     except RhythmError as e:
         if debug:
             raise
-        err_console.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
         return e.exit_code
     except KeyboardInterrupt:
         err_console.print("interrupted; nothing half-written was kept")
@@ -32,13 +33,13 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        err_console.print(f"[red]error:[/red] database: {first}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/red] database: {escape(first)}", highlight=False, soft_wrap=True)
         return 1
     except OSError as e:
         if debug:
             raise
         where = f" {e.filename}" if getattr(e, "filename", None) else ""
-        err_console.print(f"[red]error:[/red]{where}: {e.strerror or e}", highlight=False)
+        err_console.print(f"[red]error:[/red]{escape(where)}: {escape(str(e.strerror or e))}", highlight=False, soft_wrap=True)
         return 1
     return 0
 

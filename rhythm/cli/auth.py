@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from rhythm.cli._common import console, get_settings, print_json
-from rhythm.sync import WHOOP_REDIRECT_PORT, auth_garmin, auth_google, auth_whoop
+from rhythm.sync import auth_garmin, auth_google, auth_whoop
 
 app = typer.Typer(help="Authorise API access (OAuth with a local redirect); tokens stay on this machine.", no_args_is_help=True)
 
@@ -30,11 +30,12 @@ def _done(result: dict, json_out: bool) -> None:
 def whoop(
     ctx: typer.Context,
     no_browser: bool = typer.Option(False, "--no-browser", help="Only print the URL; do not open a browser."),
-    port: int = typer.Option(WHOOP_REDIRECT_PORT, "--port", help="Local redirect port (must match the redirect URL registered with your WHOOP app: http://localhost:PORT/callback)."),
+    port: int | None = typer.Option(None, "--port", help="Local redirect port (default: the whoop_redirect_port setting, 8765; must match the redirect URL registered with your WHOOP app: http://localhost:PORT/callback)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """WHOOP API v2 (scopes incl. offline, so Rhythm can refresh on its own)."""
-    _done(auth_whoop(get_settings(ctx), open_browser=not no_browser, on_url=_show_url, port=port), json_out)
+    settings = get_settings(ctx)
+    _done(auth_whoop(settings, open_browser=not no_browser, on_url=_show_url, port=port or settings.whoop_redirect_port), json_out)
 
 
 @app.command("google")

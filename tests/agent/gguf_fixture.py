@@ -26,11 +26,15 @@ EOS = "<|endoftext|>"
 #: A minimal chat template (role lines), so chat completion works without llama-cpp-python's
 #: fallback format.
 CHAT_TEMPLATE = (
-    "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
-    "<|assistant|>\n"
+    "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}<|assistant|>\n"
 )
-TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2)
+TINY = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+)
 
 
 def episode_texts(seeds=range(4), context=None) -> list[str]:
@@ -81,8 +85,11 @@ def random_llama_tensors(config: LlamaConfig, seed: int = 0) -> dict[str, np.nda
     def mat(rows: int, cols: int) -> np.ndarray:
         return rng.normal(0.0, 0.02, (rows, cols)).astype(np.float32)
 
-    t = {"model.embed_tokens.weight": mat(v, h), "model.norm.weight": np.ones(h, np.float32),
-         "lm_head.weight": mat(v, h)}
+    t = {
+        "model.embed_tokens.weight": mat(v, h),
+        "model.norm.weight": np.ones(h, np.float32),
+        "lm_head.weight": mat(v, h),
+    }
     for i in range(config.num_hidden_layers):
         p = f"model.layers.{i}."
         t[p + "input_layernorm.weight"] = np.ones(h, np.float32)
@@ -97,16 +104,29 @@ def random_llama_tensors(config: LlamaConfig, seed: int = 0) -> dict[str, np.nda
     return t
 
 
-def build_tiny_gguf(path: str | Path, *, seed: int = 0, dtype: str = "f16",
-                    n_ctx: int = 2048, vocab_size: int = 512):
+def build_tiny_gguf(
+    path: str | Path, *, seed: int = 0, dtype: str = "f16", n_ctx: int = 2048, vocab_size: int = 512
+):
     """Write a 2-layer, 64-wide random Llama GGUF at ``path``; returns ``(path, tokenizer)``."""
     tok = train_tokenizer(episode_texts(), vocab_size)
     eos = tok.token_to_id(EOS)
-    config = LlamaConfig(vocab_size=tok.get_vocab_size(), max_position_embeddings=n_ctx,
-                         bos_token_id=eos, eos_token_id=eos, add_bos_token=False,
-                         name="rhythm-tiny-random", **TINY)
-    write_llama_gguf(path, config, random_llama_tensors(config, seed), tok, dtype=dtype,
-                     chat_template=CHAT_TEMPLATE)
+    config = LlamaConfig(
+        vocab_size=tok.get_vocab_size(),
+        max_position_embeddings=n_ctx,
+        bos_token_id=eos,
+        eos_token_id=eos,
+        add_bos_token=False,
+        name="rhythm-tiny-random",
+        **TINY,
+    )
+    write_llama_gguf(
+        path,
+        config,
+        random_llama_tensors(config, seed),
+        tok,
+        dtype=dtype,
+        chat_template=CHAT_TEMPLATE,
+    )
     return Path(path), tok
 
 

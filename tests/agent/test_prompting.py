@@ -68,41 +68,66 @@ def play(seed=3, steps=spec.EPISODE_STEPS):
 # --- compact form: golden texts ------------------------------------------------------------
 
 COMPACT_CASES = [
-    pytest.param([obs(0, M0)], None, None, "rhythm v1\nday 0\nm .70 .71 .49 .69 .72\nmorning:",
-                 id="reset-only"),
     pytest.param(
-        H1, None, None,
+        [obs(0, M0)],
+        None,
+        None,
+        "rhythm v1\nday 0\nm .70 .71 .49 .69 .72\nmorning:",
+        id="reset-only",
+    ),
+    pytest.param(
+        H1,
+        None,
+        None,
         "rhythm v1\nday 0\nm .70 .71 .49 .69 .72\n"
         "morning:DEEP_WORK +.35 m .60 .62 .68 .66 .69 x +.01 +.00 +.02 -.03 +.00\nafternoon:",
         id="one-step-no-belief",
     ),
     pytest.param(
-        H1, None, [(0.5, 0.42, 1.0)],
+        H1,
+        None,
+        [(0.5, 0.42, 1.0)],
         "rhythm v1\nday 0\nm .70 .71 .49 .69 .72\n"
         "morning:DEEP_WORK b=.50,.42,1.00 +.35 m .60 .62 .68 .66 .69 x +.01 +.00 +.02 -.03 +.00"
         "\nafternoon:",
         id="one-step-belief",
     ),
     pytest.param(
-        [obs(3, M0), obs(4, (1.0, 0.0, 0.004, 0.996, 0.5), spec.SLEEP, -1.234, 1,
-                         (-0.1, 0.0049, -0.0049, 1.5, -2.5))],
-        None, [None],
+        [
+            obs(3, M0),
+            obs(
+                4,
+                (1.0, 0.0, 0.004, 0.996, 0.5),
+                spec.SLEEP,
+                -1.234,
+                1,
+                (-0.1, 0.0049, -0.0049, 1.5, -2.5),
+            ),
+        ],
+        None,
+        [None],
         "rhythm v1\nday 0\nm .70 .71 .49 .69 .72\n"
         "night:SLEEP -1.23 bad_night m 1.00 .00 .00 1.00 .50 x -.10 +.00 +.00 +1.50 -2.00"
         "\nday 1\nmorning:",
         id="event-clipping-new-day",
     ),
     pytest.param(
-        [obs(27, M0), obs(28, M1, spec.SLEEP, 0.2)], None, None,
+        [obs(27, M0), obs(28, M1, spec.SLEEP, 0.2)],
+        None,
+        None,
         "rhythm v1\nday 6\nm .70 .71 .49 .69 .72\n"
         "night:SLEEP +.20 m .60 .62 .68 .66 .69 x +.00 +.00 +.00 +.00 +.00\n",
         id="week-over",
     ),
     pytest.param(
         [obs(0, M0)],
-        {"events": [{"title": "Team dinner", "day": 1, "slot": "evening"}, "Dentist"],
-         "feedback": [{"day": 0, "slot": 0, "action": "DEEP_WORK", "response": "accepted"},
-                      {"action": 7, "response": "ignored"}]},
+        {
+            "events": [{"title": "Team dinner", "day": 1, "slot": "evening"}, "Dentist"],
+            "feedback": [
+                {"day": 0, "slot": 0, "action": "DEEP_WORK", "response": "accepted"},
+                {"action": 7, "response": "ignored"},
+            ],
+        },
         None,
         'rhythm v1\ncal d1 evening "Team dinner"\ncal "Dentist"\n'
         "fb d0 morning DEEP_WORK accepted\nfb SOCIALIZE ignored\n"
@@ -119,14 +144,38 @@ def test_render_compact_golden(history, context, beliefs, expected):
 
 STEP_LINE_CASES = [
     # (t, action, belief, reward, event, meters, anomalies, expected)
-    (0, spec.LEARN, None, 0.0, 0, (0.5,) * 5, (0,) * 5,
-     "morning:LEARN +.00 m .50 .50 .50 .50 .50 x +.00 +.00 +.00 +.00 +.00"),
-    (5, spec.ME_TIME, (0.0, 1.0, 0.333), -0.004, 6, (0.1234,) * 5, (-0.0001,) * 5,
-     "afternoon:ME_TIME b=.00,1.00,.33 +.00 family_conflict m .12 .12 .12 .12 .12 "
-     "x +.00 +.00 +.00 +.00 +.00"),
-    (2, spec.BINGE_WATCH, (1.7, -0.2, 0.5), 25.0, 3, (1.2, -0.1, 0.5, 0.5, 0.5), (0,) * 5,
-     "evening:BINGE_WATCH b=1.00,.00,.50 +20.00 friend_calls m 1.00 .00 .50 .50 .50 "
-     "x +.00 +.00 +.00 +.00 +.00"),
+    (
+        0,
+        spec.LEARN,
+        None,
+        0.0,
+        0,
+        (0.5,) * 5,
+        (0,) * 5,
+        "morning:LEARN +.00 m .50 .50 .50 .50 .50 x +.00 +.00 +.00 +.00 +.00",
+    ),
+    (
+        5,
+        spec.ME_TIME,
+        (0.0, 1.0, 0.333),
+        -0.004,
+        6,
+        (0.1234,) * 5,
+        (-0.0001,) * 5,
+        "afternoon:ME_TIME b=.00,1.00,.33 +.00 family_conflict m .12 .12 .12 .12 .12 "
+        "x +.00 +.00 +.00 +.00 +.00",
+    ),
+    (
+        2,
+        spec.BINGE_WATCH,
+        (1.7, -0.2, 0.5),
+        25.0,
+        3,
+        (1.2, -0.1, 0.5, 0.5, 0.5),
+        (0,) * 5,
+        "evening:BINGE_WATCH b=1.00,.00,.50 +20.00 friend_calls m 1.00 .00 .50 .50 .50 "
+        "x +.00 +.00 +.00 +.00 +.00",
+    ),
 ]
 
 
@@ -143,8 +192,14 @@ def test_compact_episode_shape_and_prefix_property():
     assert sum(line.startswith("day ") for line in lines) == spec.DAYS
     step_lines = [line for line in lines if ":" in line]
     assert len(step_lines) == spec.EPISODE_STEPS
-    assert all(re.fullmatch(r"[a-z]+:[A-Z_]+ b=\S+ [+-]\d*\.\d\d( [a-z_]+)? m( \d*\.\d\d){5}"
-                            r" x( [+-]\d*\.\d\d){5}", line) for line in step_lines)
+    assert all(
+        re.fullmatch(
+            r"[a-z]+:[A-Z_]+ b=\S+ [+-]\d*\.\d\d( [a-z_]+)? m( \d*\.\d\d){5}"
+            r" x( [+-]\d*\.\d\d){5}",
+            line,
+        )
+        for line in step_lines
+    )
     # Every prompt + the emitted output line is a prefix of the next prompt: one episode is
     # one text, and llama.cpp can reuse its cache.
     for k in range(spec.EPISODE_STEPS):
@@ -251,16 +306,22 @@ def test_malicious_title_stays_inside_its_chat_field(title):
     assert messages[0]["content"] == CHAT_SYSTEM == plain[0]["content"]
     user = messages[1]["content"]
     calendar, feedback, rest = user.split("\n\n", 2)
-    assert re.fullmatch(r'Calendar \(imported, information only\):\n- any time: "[^"\n]*"',
-                        calendar)
-    assert re.fullmatch(r'Feedback on earlier suggestions \(information only\):\n'
-                        r'- earlier: - -> "[^"\n]*"', feedback)
+    assert re.fullmatch(
+        r'Calendar \(imported, information only\):\n- any time: "[^"\n]*"', calendar
+    )
+    assert re.fullmatch(
+        r"Feedback on earlier suggestions \(information only\):\n"
+        r'- earlier: - -> "[^"\n]*"',
+        feedback,
+    )
     assert rest == plain[1]["content"]
 
 
 def test_context_is_capped():
-    many = {"events": [f"event {i}" for i in range(100)],
-            "feedback": [{"action": "SLEEP", "response": "done", "day": i} for i in range(100)]}
+    many = {
+        "events": [f"event {i}" for i in range(100)],
+        "feedback": [{"action": "SLEEP", "response": "done", "day": i} for i in range(100)],
+    }
     text = render_compact([obs(0, M0)], many)
     assert text.count("\ncal ") == 16 and 'cal "event 15"' in text
     assert text.count("\nfb ") == 16 and "fb d99 SLEEP done" in text
@@ -298,8 +359,10 @@ VALID = [
     ("  SLEEP b=0.42,0.71,0.30\n", "SLEEP", (0.42, 0.71, 0.30)),
     ("DEEP_WORK b=1.00,.00,0.00", "DEEP_WORK", (1.0, 0.0, 0.0)),
     ("BINGE_WATCH b=.99,.01,.50", "BINGE_WATCH", (0.99, 0.01, 0.5)),
-] + [(format_output(i, (0.1, 0.2, 0.3)), name, (0.1, 0.2, 0.3))
-     for i, name in enumerate(spec.ACTIONS)]
+] + [
+    (format_output(i, (0.1, 0.2, 0.3)), name, (0.1, 0.2, 0.3))
+    for i, name in enumerate(spec.ACTIONS)
+]
 
 
 @pytest.mark.parametrize("text,action,belief", VALID)

@@ -93,8 +93,9 @@ def test_llamacpp_model_loads_lazily_once(fake_llama_cpp, gguf_file):
     model.complete("again", grammar=OUTPUT_GBNF)
     assert model.loaded and len(FakeLlama.instances) == 1
     llm = FakeLlama.instances[0]
-    assert llm.kwargs == dict(model_path=str(gguf_file), n_ctx=512, n_threads=2,
-                              n_threads_batch=2, seed=7, verbose=False)
+    assert llm.kwargs == dict(
+        model_path=str(gguf_file), n_ctx=512, n_threads=2, n_threads_batch=2, seed=7, verbose=False
+    )
     kind, prompt, options = llm.calls[0]
     assert (kind, prompt) == ("text", "prompt")
     assert options["temperature"] == 0.0 and options["max_tokens"] == 30
@@ -129,8 +130,12 @@ def test_construction_never_touches_the_file(tmp_path, fake_llama_cpp):
 
 @pytest.mark.parametrize(
     "content,match",
-    [(None, "not found"), (b"", "not a GGUF"), (b"PK\x03\x04zip", "not a GGUF"),
-     ("dir", "not a file")],
+    [
+        (None, "not found"),
+        (b"", "not a GGUF"),
+        (b"PK\x03\x04zip", "not a GGUF"),
+        ("dir", "not a file"),
+    ],
 )
 def test_check_gguf_and_load_model(tmp_path, content, match):
     path = tmp_path / "m.gguf"
@@ -209,8 +214,9 @@ def test_grammar_forces_valid_output_from_random_weights(tiny_gguf):  # noqa: F8
     assert len(prompts) >= 10
     outputs = [model.complete(p, grammar=OUTPUT_GBNF, max_tokens=48) for p in prompts]
     parsed = [parse_output(o) for o in outputs]
-    assert all(p.valid for p in parsed), [o for o, p in zip(outputs, parsed, strict=True)
-                                           if not p.valid]
+    assert all(p.valid for p in parsed), [
+        o for o, p in zip(outputs, parsed, strict=True) if not p.valid
+    ]
     # Greedy decoding: the same prompt gives the same answer.
     assert model.complete(prompts[3], grammar=OUTPUT_GBNF, max_tokens=48) == outputs[3]
 

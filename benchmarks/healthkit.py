@@ -1,0 +1,157 @@
+"""Apple Health import benchmark: records/s end to end, peak RSS, and healthkit-to-sqlite.
+
+    .venv/bin/python benchmarks/healthkit.py                 # ~3 M Records (~1.2 GB XML)
+    .venv/bin/python benchmarks/healthkit.py --records 800000
+    .venv/bin/python benchmarks/healthkit.py --size-gb 1 --h2s-records 400000
+
+Builds a large export.xml in benchmarks/_data/ (git-ignored) by repeating the Records of
+shared/fixtures/apple_health/k0rventen_export.xml (27 types, HRV beat lists, metadata),
+each copy shifted by a whole number of 367-day periods so no natural key repeats. Then:
+
+1. `rhythm import healthkit FILE` in a subprocess with a fresh RHYTHM_HOME: wall time
+   (parse + load + commit), CPU time, peak RSS of that process (os.wait4).
+2. `healthkit-to-sqlite FILE db --xml` (pip install healthkit-to-sqlite) on the same file,
+   or on a leading slice of it (--h2s-records) when the full file would take too long;
+   both tools are then compared in Records per second.
+
+Needs: healthkit-to-sqlite (benchmark only). Nothing here is a timed test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = REPO.parent / "shared" / "fixtures" / "apple_health" / "k0rventen_export.xml"
+DATA = REPO / "benchmarks" / "_data"
+DATE = re.compile(rb"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ([+-]\d{4})")
+SHIFT = timedelta(days=367)  # > the fixture's span (one year), so copies never collide
+
+
+def split_fixture() -> tuple[bytes, bytes, bytes, int]:
+    src = FIXTURE.read_bytes()
+    head_end = src.index(b"\n", src.index(b"<ExportDate")) + 1
+    tail_start = src.rindex(b"</HealthData>")
+    body = src[head_end:tail_start]
+    return src[:head_end], body, src[tail_start:], body.count(b"<Record ")
+
+
+def synthesise(records: int, out: Path) -> tuple[int, int]:
+    """Write an export with at least `records` Records; returns (records, bytes)."""
+    head, body, tail, per_copy = split_fixture()
+    copies = max(1, -(-records // per_copy))
+    with out.open("wb") as f:
+        f.write(head)
+        for i in range(copies):
+            cache: dict[bytes, bytes] = {}
+            delta = SHIFT * i
+
+            def sub(m: re.Match[bytes], cache=cache, delta=delta) -> bytes:
+                s = m.group(1)
+                r = cache.get(s)
+                if r is None:
+                    dt = datetime.strptime(s.decode(), "%Y-%m-%d %H:%M:%S") - delta
+                    r = cache[s] = dt.strftime("%Y-%m-%d %H:%M:%S").encode()
+                return r + b" " + m.group(2)
+
+            f.write(body if i == 0 else DATE.sub(sub, body))
+        f.write(tail)
+    return copies * per_copy, out.stat().st_size
+
+
+def slice_export(src: Path, records: int, out: Path) -> int:
+    """The first `records` Records of `src` as a well-formed export (for the slow tool)."""
+    n = 0
+    with src.open("rb") as f, out.open("wb") as g:
+        for line in f:
+            if line.lstrip().startswith(b"<Record "):
+                if n >= records:
+                    break
+                n += 1
+            g.write(line)
+        g.write(b"</HealthData>\n")
+    return n
+
+
+def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float, int]:
+    """(wall s, cpu s, peak RSS MB, exit code) of one child process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode:
+        print(err[-2000:], file=sys.stderr)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode
+
+
+def main(args: argparse.Namespace) -> int:
+    DATA.mkdir(parents=True, exist_ok=True)
+    _, body, _, per_copy = split_fixture()
+    records = args.records
+    if args.size_gb:
+        records = int(args.size_gb * 1e9 / len(body) * per_copy)
+    xml = DATA / f"export_{records}.xml"
+    if not xml.exists():
+        t = time.perf_counter()
+        n, size = synthesise(records, xml)
+        print(f"built {xml.name}: {n:,} Records, {size / 1e9:.2f} GB in {time.perf_counter() - t:.0f} s")
+    n = per_copy * max(1, -(-records // per_copy))
+    size = xml.stat().st_size
+    print(f"input: {xml} ({size / 1e9:.2f} GB, {n:,} Records); {os.cpu_count()} CPUs; "
+          f"load average before: {os.getloadavg()[0]:.1f}")
+
+    rhythm = shutil.which("rhythm", path=str(Path(sys.executable).parent)) or "rhythm"
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "RHYTHM_HOME": home}
+        wall, cpu, rss, code = run_measured([rhythm, "import", "healthkit", str(xml), "--json"], env)
+        db_size = (Path(home) / "rhythm.duckdb").stat().st_size if code == 0 else 0
+    if code:
+        print(f"rhythm import failed (exit {code})")
+        return 1
+    ours = n / wall
+    print(f"rhythm import healthkit: {wall:.1f} s wall, {cpu:.1f} s CPU, {ours:,.0f} Records/s, "
+          f"peak RSS {rss:.0f} MB, database {db_size / 1e6:.0f} MB")
+
+    if args.skip_h2s:
+        return 0
+    h2s = shutil.which("healthkit-to-sqlite", path=str(Path(sys.executable).parent))
+    if h2s is None:
+        print("healthkit-to-sqlite not installed (pip install healthkit-to-sqlite): no comparison")
+        return 0
+    target, h2s_n = xml, n
+    if args.h2s_records and args.h2s_records < n:
+        target = DATA / f"slice_{args.h2s_records}.xml"
+        h2s_n = slice_export(xml, args.h2s_records, target)
+    with tempfile.TemporaryDirectory() as tmp:
+        wall2, cpu2, rss2, code2 = run_measured([h2s, str(target), f"{tmp}/h.db", "--xml", "--silent"], dict(os.environ))
+    if code2:
+        print(f"healthkit-to-sqlite failed (exit {code2})")
+        return 1
+    theirs = h2s_n / wall2
+    what = "the same file" if target == xml else f"the first {h2s_n:,} Records (slice)"
+    print(f"healthkit-to-sqlite on {what}: {wall2:.1f} s wall, {cpu2:.1f} s CPU, {theirs:,.0f} Records/s, "
+          f"peak RSS {rss2:.0f} MB")
+    print(f"ratio (Records/s, rhythm / healthkit-to-sqlite): {ours / theirs:.1f}x")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=3_000_000, help="Records in the synthetic export")
+    ap.add_argument("--size-gb", type=float, default=None, help="size of the export instead of --records")
+    ap.add_argument("--h2s-records", type=int, default=500_000,
+                    help="run healthkit-to-sqlite on only this many leading Records (0: the whole file)")
+    ap.add_argument("--skip-h2s", action="store_true", help="measure rhythm only")
+    sys.exit(main(ap.parse_args()))
