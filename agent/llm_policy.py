@@ -70,7 +70,13 @@ class LLMPolicy:
 
     @property
     def history(self) -> list[dict[str, Any]]:
+        """The observations of the current episode so far."""
         return list(self._history)
+
+    @property
+    def beliefs(self) -> list[tuple[float, float, float] | None]:
+        """The belief emitted at each decision of the current episode (None if invalid)."""
+        return list(self._beliefs)
 
     def reset(self, seed: int) -> None:
         self._history = []

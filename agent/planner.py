@@ -37,7 +37,6 @@ from agent.belief import (
     BeliefState,
     linear_design,
 )
-from agent.belief import SPIRAL as _SPIRAL
 from simulator import spec
 from simulator.dynamics import EVENT_EFFECT, effect_tables
 from simulator.policies import heuristic_action
@@ -64,8 +63,16 @@ class PlanModel:
         ev_scale = spec.EVENT_SCALE_BASE - spec.EVENT_SCALE_RESILIENCE * p[:, spec.COL["event_resilience"]]
         self.const = tab.const + (EVENT_MEAN[None, :] * ev_scale[:, None])[:, None, None, :]
         self.scaled = tab.scaled
+        # (4 slots, 10 actions, K, 10): const and scaled side by side, for one gather per step
+        self.table = np.ascontiguousarray(
+            np.concatenate([self.const, self.scaled], axis=-1).transpose(1, 2, 0, 3)
+        )
         self.thr = tab.spiral_threshold
         self.w = np.asarray(w, dtype=np.float64)
+        self._wd = spec.REWARD_DELTA_SCALE * self.w
+        self._wd[spec.P] += spec.REWARD_PROGRESS_BONUS
+        self._wd[spec.N] += spec.REWARD_CONNECTION_BONUS
+        self._wm = spec.REWARD_LEVEL_SCALE * self.w
         self.low = spec.CRASH_THRESHOLD + crash_margin
         self.risk_cost = risk_cost
 
@@ -76,33 +83,25 @@ class PlanModel:
         ``risk`` (B, K): meters below 0.10 and below 0.10 + margin, summed over the steps."""
         plans = np.asarray(plans, dtype=np.int64)
         b, length = plans.shape
-        k = self.k
-        m = np.broadcast_to(np.asarray(meters, dtype=np.float64), (b, k, 5)).copy()
-        w = self.w
-        kr = np.arange(k)[None, :]
-        rewards = np.empty((b, k, length))
-        crashes = np.zeros((b, k))
-        risk = np.zeros((b, k))
+        m = np.broadcast_to(np.asarray(meters, dtype=np.float64), (b, self.k, 5)).copy()
+        rewards = np.empty((b, self.k, length))
+        crashes = np.zeros((b, self.k))
+        risk = np.zeros((b, self.k))
         thr = self.thr[None, :]
         for j in range(length):
-            slot = (t + j) & 3
-            a = plans[:, j][:, None]
-            cs = self.const[kr, slot, a]  # (B, K, 5)
-            sc = self.scaled[kr, slot, a]
+            g = self.table[(t + j) & 3][plans[:, j]]  # (B, K, 10): const | scaled
             fv = np.clip(spec.FV_BASE + spec.FV_SLOPE / spec.FV_REF * m[..., 0], spec.FV_MIN, spec.FV_MAX)
-            d = cs + fv[..., None] * sc
-            d += (m[..., 3] < thr)[..., None] * _SPIRAL
+            d = g[..., :5] + fv[..., None] * g[..., 5:]
+            spiral = m[..., 3] < thr
+            d[..., 0] += spiral * spec.SPIRAL_V
+            d[..., 1] += spiral * spec.SPIRAL_C
             new = np.clip(m + d, 0.0, 1.0)
-            dd = new - m
             nc = (new < spec.CRASH_THRESHOLD).sum(axis=-1)
             risk += (new < self.low).sum(axis=-1)
-            rewards[..., j] = (
-                spec.REWARD_DELTA_SCALE * (dd @ w)
-                + spec.REWARD_LEVEL_SCALE * (new @ w - spec.REWARD_LEVEL_BASELINE)
-                + spec.REWARD_PROGRESS_BONUS * dd[..., 2]
-                + spec.REWARD_CONNECTION_BONUS * dd[..., 4]
-                + spec.REWARD_CRASH_PENALTY * nc
-            )
+            # spec 5: 10 w.d + (w.m' - 0.5) + 0.5 dP + 0.4 dN - 0.5 crashes, d = m' - m
+            rewards[..., j] = (new - m) @ self._wd + new @ self._wm - spec.REWARD_LEVEL_SCALE * (
+                spec.REWARD_LEVEL_BASELINE
+            ) + spec.REWARD_CRASH_PENALTY * nc
             crashes += nc
             m = new
         return {"rewards": rewards, "meters": m, "crashes": crashes, "risk": risk}
@@ -262,6 +261,7 @@ class BayesAgent:
         self.reset(0)
 
     def reset(self, seed: int) -> None:
+        self._seed = int(seed)
         self.belief_state.reset(seed)
         self._plan: np.ndarray | None = None
         self._rewards: list[float] = []
@@ -274,7 +274,7 @@ class BayesAgent:
         obs = observation
         t = int(obs["t"])
         if t == 0:
-            self.reset(self.belief_state._seed)
+            self.reset(self._seed)
         elif t == self._t + 1 or t == len(self._rewards) + 1:
             self.belief_state.update_from_observation(obs)
             self._rewards.append(float(np.asarray(obs["last_reward"]).reshape(-1)[0]))
@@ -305,14 +305,13 @@ class BayesAgent:
         params[0] = bs.profile_estimate().to_array()
         model = PlanModel(params, bs.w)
         length = _T - t
-        if self._plan is None or len(self._plan) != length:
-            plan = self._initial_plan(meters, t) if self._plan is None else self._plan[-length:]
-        else:
-            plan = self._plan
-        rounds = self.first_rounds if self._plan is None else self.rounds
+        fresh = self._plan is None or len(self._plan) < length
+        plan = self._initial_plan(meters, t) if fresh else self._plan[len(self._plan) - length :]
+        # Joined mid-week (or skipped steps): unknown past rewards count as 0.
+        past = ([0.0] * t + self._rewards)[-t:] if t else []
         plan = improve_plan(
-            model, plan, meters, t, self._rewards, self._crashes, rounds, self.info_weight,
-            bs.prior_prec + bs.data_precision(),
+            model, plan, meters, t, past, self._crashes, self.first_rounds if fresh else self.rounds,
+            self.info_weight, bs.prior_prec + bs.data_precision(),
         )
         self._plan = plan[1:]
         a = int(plan[0])

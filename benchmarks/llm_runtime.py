@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> dict:
             episode_ms.append(sum(decision_ms[first:]))
             scores.append(info["final_score"])
             if args.form == "compact":
-                last_prompt = render_compact(policy.history, None, policy._beliefs[:-1])
+                last_prompt = render_compact(policy.history, None, policy.beliefs[:-1])
         full_tokens = model.n_tokens(last_prompt) if last_prompt else None
         result = {
             "model": str(args.model or "tiny random (2 layers x 64, f16)"),

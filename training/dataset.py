@@ -1,0 +1,181 @@
+"""Stage 2: the dataset (compact text + target masks) and a tokenizer trained here.
+
+Each teacher episode becomes one training sequence: ``agent.prompting.render_compact`` of
+the whole week with the teacher's beliefs, i.e. exactly the prompts the student will see,
+concatenated (the prompt for step t+1 is the prompt for step t + the answer + the env's
+response). The targets are the 28 answer spans ``ACTION b=S,M,W`` that follow each
+``slot:``; the loss mask covers only their tokens.
+
+The tokenizer is a byte-level BPE (GPT-2 pre-tokenizer, as llama.cpp's ``gpt-2`` pre-type)
+trained with ``tokenizers`` on the training texts, with ``<|endoftext|>`` as the only
+special token (BOS and EOS). Every two-digit number is checked to be a single token.
+
+    python -m training.dataset --rollouts runs/manual/rollouts/rollouts.jsonl --out runs/manual/dataset
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agent.prompting import render_compact
+from simulator import spec
+from training.common import Progress, finish_output, help_field, log, no_progress, parse_args, prepare_output, seed_everything
+from training.rollouts import read_rollouts
+
+EOS = "<|endoftext|>"
+FORMAT = "rhythm-dataset/1"
+_TARGET_RE = re.compile(
+    rf"^(?:{'|'.join(spec.SLOTS)}):(?P<target>(?:{'|'.join(spec.ACTIONS)}) b=[0-9.]+,[0-9.]+,[0-9.]+)",
+    re.MULTILINE,
+)
+
+
+@dataclass
+class Args:
+    """Dataset and tokenizer."""
+
+    rollouts: list[str] = help_field(["runs/manual/rollouts/rollouts.jsonl"], "rollout JSONL files (stage 1)")
+    out: str = help_field("runs/manual/dataset", "output folder (tokenizer.json, train.npz, val.npz, stats.json)")
+    vocab_size: int = help_field(1024, "BPE vocabulary size (bytes + merges + <|endoftext|>)")
+    val_fraction: float = help_field(0.05, "share of episodes held out for validation")
+    tokenizer: str = help_field("", "reuse this tokenizer.json instead of training one (refinement data)")
+    seed: int = help_field(0, "seed of the train/val split")
+
+
+def episode_text(rec: dict[str, Any], context: dict[str, Any] | None = None) -> str:
+    """The compact text of a whole episode with the teacher's beliefs (ends with a newline)."""
+    beliefs = [None if b is None else tuple(b) for b in rec["beliefs"]]
+    return render_compact(rec["observations"], context or rec.get("context"), beliefs)
+
+
+def target_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the answers (``ACTION b=S,M,W``) in an episode text."""
+    return [m.span("target") for m in _TARGET_RE.finditer(text)]
+
+
+def train_tokenizer(texts: list[str], vocab_size: int):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[EOS],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    return tok
+
+
+def load_tokenizer(path: str | Path):
+    """``tokenizer.json`` through ``tokenizers`` (not AutoTokenizer; see local_llm.md)."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(path))
+
+
+def encode_episode(tok, text: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, mask)``: ``<|endoftext|>`` + the text's tokens; mask 1 on answer tokens."""
+    enc = tok.encode(text)
+    ids = np.array([tok.token_to_id(EOS), *enc.ids], dtype=np.int32)
+    mask = np.zeros(len(ids), dtype=np.uint8)
+    spans = target_spans(text)
+    offs = enc.offsets
+    j = 0
+    for i, (a, b) in enumerate(offs):
+        while j < len(spans) and spans[j][1] <= a:
+            j += 1
+        if j < len(spans) and a >= spans[j][0] and b <= spans[j][1] and b > a:
+            mask[i + 1] = 1
+    return ids, mask
+
+
+def _pack(items: list[tuple[np.ndarray, np.ndarray]], pad: int) -> dict[str, np.ndarray]:
+    n = len(items)
+    length = max(len(i) for i, _ in items)
+    ids = np.full((n, length), pad, dtype=np.int32)
+    mask = np.zeros((n, length), dtype=np.uint8)
+    lengths = np.zeros(n, dtype=np.int32)
+    for k, (i, m) in enumerate(items):
+        ids[k, : len(i)] = i
+        mask[k, : len(m)] = m
+        lengths[k] = len(i)
+    return {"ids": ids, "mask": mask, "lengths": lengths}
+
+
+def main(args: Args, progress: Progress = no_progress) -> Path:
+    seed_everything(args.seed)
+    out = prepare_output(args.out, "dataset", args, args.rollouts)
+    t0 = time.time()
+    records = [r for p in args.rollouts for r in read_rollouts(p)]
+    texts = [episode_text(r) for r in records]
+    progress("dataset", 1, 3)
+    rng = np.random.default_rng(args.seed)
+    order = rng.permutation(len(texts))
+    n_val = max(1, int(round(args.val_fraction * len(texts)))) if len(texts) > 1 else 0
+    val_idx, train_idx = sorted(order[:n_val].tolist()), sorted(order[n_val:].tolist())
+
+    if args.tokenizer:
+        tok = load_tokenizer(args.tokenizer)
+    else:
+        tok = train_tokenizer([texts[i] for i in train_idx], args.vocab_size)
+    tok_path = out / "tokenizer.json"
+    tok.save(str(tok_path))
+    progress("dataset", 2, 3)
+
+    encoded = [encode_episode(tok, t) for t in texts]
+    pad = tok.token_to_id(EOS)
+    files = []
+    for name, idx in (("train", train_idx), ("val", val_idx)):
+        if not idx:
+            continue
+        arrays = _pack([encoded[i] for i in idx], pad)
+        arrays["seeds"] = np.array([records[i]["seed"] for i in idx], dtype=np.int64)
+        np.savez_compressed(out / f"{name}.npz", **arrays)
+        files.append(out / f"{name}.npz")
+    with (out / "val_episodes.jsonl").open("w") as f:  # for parity prompts and checks
+        for i in val_idx:
+            f.write(json.dumps(records[i], separators=(",", ":")) + "\n")
+    files.append(out / "val_episodes.jsonl")
+
+    lengths = np.array([len(i) for i, _ in encoded])
+    targets = np.array([int(m.sum()) for _, m in encoded])
+    spans = np.array([len(target_spans(t)) for t in texts])
+    numbers_single = sum(len(tok.encode(f"{k:02d}").ids) == 1 for k in range(100))
+    stats = {
+        "format": FORMAT,
+        "episodes": len(texts),
+        "train_episodes": len(train_idx),
+        "val_episodes": len(val_idx),
+        "vocab_size": tok.get_vocab_size(),
+        "tokens_per_episode_mean": float(lengths.mean()),
+        "tokens_per_episode_max": int(lengths.max()),
+        "train_tokens": int(lengths[train_idx].sum()),
+        "target_tokens_per_episode_mean": float(targets.mean()),
+        "answers_per_episode_min": int(spans.min()),
+        "two_digit_numbers_single_token": numbers_single,
+        "action_tokens": {a: len(tok.encode(a).ids) for a in spec.ACTIONS},
+        "example": texts[0][:400],
+        "seconds": round(time.time() - t0, 1),
+    }
+    if stats["answers_per_episode_min"] != spec.EPISODE_STEPS:
+        raise ValueError(f"an episode text has {stats['answers_per_episode_min']} answers, expected 28")
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    finish_output(out, {k: v for k, v in stats.items() if k != "example"}, [tok_path, *files])
+    progress("dataset", 3, 3)
+    log(f"dataset: {len(texts)} episodes, {stats['tokens_per_episode_mean']:.0f} tokens/episode (max {stats['tokens_per_episode_max']}), "
+        f"{numbers_single}/100 two-digit numbers single tokens")
+    return out
+
+
+if __name__ == "__main__":
+    main(parse_args(Args, description=__doc__))

@@ -1,0 +1,170 @@
+"""Stage 1: teacher rollouts, written as versioned JSONL.
+
+The teacher (default: the Bayesian agent ``bayes``) plays simulator weeks with fresh
+in-distribution profiles. Every line of ``rollouts.jsonl`` is one episode (format
+``rhythm-rollouts/1``): seed, condition, teacher, the 29 observations (reset + one per step,
+the keys the compact prompt needs), the teacher's 28 actions and beliefs, the true belief,
+the profile and the grade. Training seeds start at 1,000,000, far from the evaluation
+protocol's (0-99, 10000-10049).
+
+    python -m training.rollouts --out runs/manual/rollouts --episodes 2000 --workers 2
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training.common import Progress, finish_output, help_field, log, no_progress, parse_args, prepare_output, seed_everything
+
+FORMAT = "rhythm-rollouts/1"
+#: Observation keys kept per step (what agent.prompting.render_compact reads, plus deltas).
+OBS_KEYS = ("t", "slot", "meters", "deltas", "anomalies", "last_action", "last_reward", "active_event")
+DECIMALS = 6
+
+
+@dataclass
+class Args:
+    """Teacher rollouts."""
+
+    out: str = help_field("runs/manual/rollouts", "output folder (rollouts.jsonl, args.json, manifest.json)")
+    episodes: int = help_field(2000, "number of episodes (weeks)")
+    seed_start: int = help_field(1_000_000, "first episode seed; episodes use seed_start .. seed_start+episodes-1")
+    condition: str = help_field("in-dist", "profile distribution: in-dist or ood")
+    profile: str = help_field("", "fixed person for every episode: a named profile, or 'seed:N' (per-person data); empty = fresh profile per episode")
+    teacher: str = help_field("bayes", "registered policy that plays (bayes, heuristic, ...)")
+    workers: int = help_field(2, "worker processes")
+    seed: int = help_field(0, "global seed (the episodes are seeded by their own seeds)")
+
+
+def _policy(name: str):
+    from agent.policies import register_agent_policies
+    from simulator.policies import get_policy
+
+    register_agent_policies()
+    return get_policy(name)
+
+
+def _obs(o: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k in OBS_KEYS:
+        v = np.asarray(o[k]).reshape(-1)
+        out[k] = int(v[0]) if k in ("t", "slot", "last_action", "active_event") else [round(float(x), DECIMALS) for x in v]
+    out["last_reward"] = out["last_reward"][0]
+    return out
+
+
+def resolve_profile(spec_text: str):
+    """``''`` -> None; a named profile; ``seed:N`` -> the in-distribution profile of seed N."""
+    if not spec_text:
+        return None
+    from simulator.profiles import Profile, named_profile, sample_profile
+
+    if spec_text.startswith("seed:"):
+        return sample_profile(int(spec_text[5:]), "in-dist")
+    p = named_profile(spec_text)
+    assert isinstance(p, Profile)
+    return p
+
+
+def play_episode(policy, env, seed: int, teacher: str, condition: str, profile=None) -> dict[str, Any]:
+    """One week with ``policy``; the JSONL record."""
+    options = None if profile is None else {"profile": profile}
+    obs, info = env.reset(seed=int(seed), options=options)
+    policy.reset(int(seed))
+    if hasattr(policy, "observe_truth"):
+        policy.observe_truth(info)
+    observations, actions, beliefs = [_obs(obs)], [], []
+    terminated = False
+    while not terminated:
+        a, b = policy.act(obs)
+        actions.append(int(a))
+        beliefs.append(None if b is None else [round(float(x), 4) for x in np.asarray(b).reshape(-1)])
+        step = int(a) if b is None else {"action": int(a), "belief": np.asarray(b, dtype=np.float64)}
+        obs, _, terminated, _, info = env.step(step)
+        observations.append(_obs(obs))
+    grade = env.unwrapped.grade().to_dict()
+    return {
+        "format": FORMAT,
+        "seed": int(seed),
+        "condition": condition,
+        "teacher": teacher,
+        "observations": observations,
+        "actions": actions,
+        "beliefs": beliefs,
+        "belief_truth": [float(x) for x in info["belief_truth"]],
+        "profile": info["profile"],
+        "grade": grade,
+    }
+
+
+def _worker(job: tuple[list[int], str, str, str]) -> list[str]:
+    from simulator.env import RhythmEnv
+
+    seeds, teacher, condition, profile_text = job
+    policy = _policy(teacher)
+    env = RhythmEnv(condition=condition)
+    profile = resolve_profile(profile_text)
+    return [json.dumps(play_episode(policy, env, s, teacher, condition, profile), separators=(",", ":")) for s in seeds]
+
+
+def main(args: Args, progress: Progress = no_progress) -> Path:
+    seed_everything(args.seed)
+    out = prepare_output(args.out, "rollouts", args)
+    path = out / "rollouts.jsonl"
+    seeds = list(range(args.seed_start, args.seed_start + args.episodes))
+    chunk = max(1, min(50, len(seeds) // max(1, args.workers * 4) or 1))
+    jobs = [(seeds[i : i + chunk], args.teacher, args.condition, args.profile) for i in range(0, len(seeds), chunk)]
+    t0 = time.time()
+    done = 0
+    scores, maes = [], []
+    with path.open("w") as f:
+        if args.workers <= 1:
+            results = map(_worker, jobs)
+            pool = None
+        else:
+            pool = ProcessPoolExecutor(args.workers)
+            results = pool.map(_worker, jobs)  # ordered: the file is deterministic
+        try:
+            for lines in results:
+                for line in lines:
+                    f.write(line + "\n")
+                    g = json.loads(line)["grade"]
+                    scores.append(g["final_score"])
+                    if g["belief_mae"] is not None:
+                        maes.append(g["belief_mae"])
+                done += len(lines)
+                progress("rollouts", done, len(seeds))
+        finally:
+            if pool is not None:
+                pool.shutdown()
+    summary = {
+        "episodes": done,
+        "seconds": round(time.time() - t0, 1),
+        "teacher_final_score": float(np.mean(scores)),
+        "teacher_belief_mae": float(np.mean(maes)) if maes else None,
+        "format": FORMAT,
+    }
+    finish_output(out, summary, [path])
+    log(f"rollouts: {done} episodes in {summary['seconds']} s, teacher final_score {summary['teacher_final_score']:.3f}")
+    return path
+
+
+def read_rollouts(path: str | Path):
+    """Iterate over the episode records of a rollouts JSONL (checks the format)."""
+    with open(path) as f:
+        for i, line in enumerate(f):
+            rec = json.loads(line)
+            if rec.get("format") != FORMAT:
+                raise ValueError(f"{path}:{i + 1}: expected format {FORMAT}, got {rec.get('format')!r}")
+            yield rec
+
+
+if __name__ == "__main__":
+    main(parse_args(Args, description=__doc__))

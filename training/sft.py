@@ -1,0 +1,287 @@
+"""Stage 3: supervised fine-tuning (algorithm distillation) of a small Llama from scratch.
+
+The student is a ``transformers`` ``LlamaForCausalLM`` configured below (default ~3.6M
+parameters: 4 layers x 256 wide, FFN 768, 4 heads, tied embeddings, vocab of stage 2).
+Every training sequence is a whole teacher week (stage 2): the student reads the history
+and learns to write the teacher's next ``ACTION b=S,M,W`` at every step, loss on those
+answer tokens only. bf16 autocast on CPU, AdamW, warm-up then cosine decay, a wall-clock
+budget. Widths stay multiples of 256 (hidden, FFN) so Q8_0/Q4_0/K-quants apply to every
+matrix at export.
+
+Outputs: ``checkpoint/`` (``save_pretrained`` + ``tokenizer.json`` + ``checkpoint.json``,
+which describes the model, data, args, commit and metrics), ``loss.csv``, ``loss.png``.
+
+    python -m training.sft --data runs/manual/dataset --out runs/manual/sft --minutes 45
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training.common import Progress, finish_output, git_commit, help_field, log, no_progress, parse_args, prepare_output, seed_everything
+
+CHECKPOINT_FORMAT = "rhythm-student/1"
+
+
+@dataclass
+class Args:
+    """Student SFT from scratch."""
+
+    data: str = help_field("runs/manual/dataset", "dataset folder of stage 2 (train.npz, val.npz, tokenizer.json)")
+    out: str = help_field("runs/manual/sft", "output folder")
+    layers: int = help_field(4, "transformer layers")
+    hidden: int = help_field(256, "hidden width (a multiple of 256 for K-quants, 32 for Q8_0/Q4_0)")
+    ffn: int = help_field(768, "feed-forward width (same multiples)")
+    heads: int = help_field(4, "attention heads")
+    kv_heads: int = help_field(4, "key/value heads (grouped-query attention when < heads)")
+    context: int = help_field(2048, "max_position_embeddings (a week is ~1,100 tokens)")
+    batch_size: int = help_field(8, "episodes per optimizer step")
+    steps: int = help_field(3000, "maximum optimizer steps")
+    minutes: float = help_field(45.0, "wall-clock budget for training (stops early, saves)")
+    lr: float = help_field(1e-3, "peak learning rate")
+    min_lr_ratio: float = help_field(0.1, "final learning rate as a share of the peak (cosine)")
+    warmup: int = help_field(100, "warm-up steps")
+    weight_decay: float = help_field(0.1, "AdamW weight decay")
+    eval_every: int = help_field(100, "evaluate on val and save a checkpoint every N steps")
+    bf16: bool = help_field(True, "bf16 autocast on CPU (about 2x faster)")
+    threads: int = help_field(2, "torch threads")
+    init_from: str = help_field("", "start from this checkpoint folder instead of random weights")
+    seed: int = help_field(0, "seed (init, batch order)")
+
+
+def load_split(data: str | Path, name: str) -> dict[str, np.ndarray] | None:
+    p = Path(data) / f"{name}.npz"
+    if not p.exists():
+        return None
+    with np.load(p) as z:
+        return {k: z[k] for k in z.files}
+
+
+def build_model(args: Args, vocab_size: int, eos_id: int):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=args.hidden,
+        intermediate_size=args.ffn,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=args.kv_heads,
+        max_position_embeddings=args.context,
+        rms_norm_eps=1e-5,
+        rope_theta=10000.0,
+        tie_word_embeddings=True,
+        bos_token_id=eos_id,
+        eos_token_id=eos_id,
+        pad_token_id=eos_id,
+        attention_dropout=0.0,
+    )
+    return LlamaForCausalLM(config)
+
+
+def masked_loss(model, ids, mask):
+    """Mean cross-entropy over the answer tokens (``mask``), and the number of them."""
+    import torch.nn.functional as F
+
+    hidden = model.model(input_ids=ids).last_hidden_state[:, :-1]
+    sel = mask[:, 1:].bool()
+    logits = model.lm_head(hidden[sel])
+    targets = ids[:, 1:][sel]
+    return F.cross_entropy(logits.float(), targets.long()), int(sel.sum())
+
+
+def batch_tensors(split: dict[str, np.ndarray], idx: np.ndarray):
+    import torch
+
+    n = int(split["lengths"][idx].max())
+    return (
+        torch.from_numpy(split["ids"][idx, :n].astype(np.int64)),
+        torch.from_numpy(split["mask"][idx, :n].astype(np.int64)),
+    )
+
+
+def evaluate_split(model, split, batch_size: int, bf16: bool) -> dict[str, float]:
+    """Val loss on answer tokens and teacher-forced accuracy of the answers' first token
+    (the action) and of all answer tokens."""
+    import torch
+
+    model.eval()
+    tot, n, first_ok, first_n, all_ok = 0.0, 0, 0, 0, 0
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        for lo in range(0, len(split["ids"]), batch_size):
+            idx = np.arange(lo, min(lo + batch_size, len(split["ids"])))
+            ids, mask = batch_tensors(split, idx)
+            hidden = model.model(input_ids=ids).last_hidden_state[:, :-1]
+            sel = mask[:, 1:].bool()
+            logits = model.lm_head(hidden[sel]).float()
+            targets = ids[:, 1:][sel]
+            tot += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
+            n += int(sel.sum())
+            pred = logits.argmax(-1)
+            all_ok += int((pred == targets).sum())
+            m = mask[:, 1:]
+            first = (m == 1) & (torch.nn.functional.pad(m, (1, 0))[:, :-1] == 0)
+            fsel = first[sel]
+            first_ok += int((pred[fsel] == targets[fsel]).sum())
+            first_n += int(fsel.sum())
+    model.train()
+    return {"val_loss": tot / max(n, 1), "val_token_acc": all_ok / max(n, 1),
+            "val_action_acc": first_ok / max(first_n, 1)}
+
+
+def save_checkpoint(model, out: Path, args: Args, data: str | Path, metrics: dict[str, Any]) -> Path:
+    """``out/checkpoint``: weights, config, tokenizer and a self-description."""
+    import shutil
+
+    ck = out / "checkpoint"
+    ck.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(ck)
+    shutil.copy(Path(data) / "tokenizer.json", ck / "tokenizer.json")
+    stats_path = Path(data) / "stats.json"
+    n_params = sum(p.numel() for p in model.parameters())
+    desc = {
+        "format": CHECKPOINT_FORMAT,
+        "architecture": "LlamaForCausalLM",
+        "parameters": n_params,
+        "config": {k: getattr(model.config, k) for k in (
+            "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+            "num_attention_heads", "num_key_value_heads", "max_position_embeddings", "tie_word_embeddings")},
+        "prompt_format": "agent.prompting.render_compact (rhythm v1); answer ACTION b=S,M,W under OUTPUT_GBNF",
+        "bos": "<|endoftext|> first (add_bos)",
+        "data": str(data),
+        "data_stats": json.loads(stats_path.read_text()) if stats_path.exists() else None,
+        "args": asdict(args),
+        "git": git_commit(),
+        "metrics": metrics,
+        "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    if desc["data_stats"]:
+        desc["data_stats"].pop("example", None)
+    (ck / "checkpoint.json").write_text(json.dumps(desc, indent=2, default=str) + "\n")
+    return ck
+
+
+def plot_loss(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    steps = [r["step"] for r in rows if r.get("train_loss") is not None]
+    ax.plot(steps, [r["train_loss"] for r in rows if r.get("train_loss") is not None], label="train (answer tokens)")
+    ev = [r for r in rows if r.get("val_loss") is not None]
+    if ev:
+        ax.plot([r["step"] for r in ev], [r["val_loss"] for r in ev], "o-", label="val")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy")
+    ax.set_yscale("log")
+    ax.set_title("student SFT")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(args: Args, progress: Progress = no_progress) -> Path:
+    import torch
+
+    seed_everything(args.seed)
+    torch.set_num_threads(args.threads)
+    data = Path(args.data)
+    out = prepare_output(args.out, "sft", args, [data / "train.npz", data / "val.npz", data / "tokenizer.json"])
+    train, val = load_split(data, "train"), load_split(data, "val")
+    from training.dataset import EOS, load_tokenizer
+
+    tok = load_tokenizer(data / "tokenizer.json")
+    eos = tok.token_to_id(EOS)
+    if args.init_from:
+        from transformers import LlamaForCausalLM
+
+        model = LlamaForCausalLM.from_pretrained(args.init_from)
+    else:
+        model = build_model(args, tok.get_vocab_size(), eos)
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"sft: {n_params / 1e6:.2f}M parameters, {len(train['ids'])} train episodes, budget {args.minutes} min / {args.steps} steps")
+    model.train()
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=args.lr, betas=(0.9, 0.95), eps=1e-8,
+    )
+
+    def lr_at(step: int) -> float:
+        if step < args.warmup:
+            return args.lr * (step + 1) / args.warmup
+        frac = min(1.0, (step - args.warmup) / max(1, args.steps - args.warmup))
+        return args.lr * (args.min_lr_ratio + (1 - args.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac)))
+
+    rng = np.random.default_rng(args.seed)
+    order = rng.permutation(len(train["ids"]))
+    pos = 0
+    rows: list[dict[str, Any]] = []
+    t0 = time.time()
+    tokens = 0
+    metrics: dict[str, Any] = {}
+    step = 0
+    smooth = None
+    for step in range(1, args.steps + 1):
+        if pos + args.batch_size > len(order):
+            order, pos = rng.permutation(len(train["ids"])), 0
+        idx = np.sort(order[pos : pos + args.batch_size])
+        pos += args.batch_size
+        ids, mask = batch_tensors(train, idx)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step - 1)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            loss, _ = masked_loss(model, ids, mask)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        tokens += int(train["lengths"][idx].sum())
+        lv = float(loss)
+        smooth = lv if smooth is None else 0.95 * smooth + 0.05 * lv
+        elapsed = time.time() - t0
+        row: dict[str, Any] = {"step": step, "seconds": round(elapsed, 1), "tokens": tokens,
+                               "lr": lr_at(step - 1), "train_loss": lv}
+        last = step == args.steps or elapsed > args.minutes * 60
+        if val is not None and (step % args.eval_every == 0 or last):
+            row.update(evaluate_split(model, val, args.batch_size, args.bf16))
+            metrics = {"step": step, "tokens": tokens, "seconds": round(elapsed, 1),
+                       "tokens_per_second": round(tokens / max(elapsed, 1e-9)), "train_loss_smoothed": smooth,
+                       **{k: row[k] for k in ("val_loss", "val_token_acc", "val_action_acc")}}
+            save_checkpoint(model, out, args, data, metrics)
+            log(f"sft step {step}: train {smooth:.4f} val {row['val_loss']:.4f} action acc {row['val_action_acc']:.3f} "
+                f"({tokens / elapsed:.0f} tok/s, {elapsed / 60:.1f} min)")
+        rows.append(row)
+        progress("sft", step, args.steps)
+        if last:
+            break
+    if val is None or not metrics:
+        elapsed = time.time() - t0
+        metrics = {"step": step, "tokens": tokens, "seconds": round(elapsed, 1), "train_loss_smoothed": smooth}
+        save_checkpoint(model, out, args, data, metrics)
+    keys = ["step", "seconds", "tokens", "lr", "train_loss", "val_loss", "val_token_acc", "val_action_acc"]
+    with (out / "loss.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k) for k in keys})
+    plot_loss(rows, out / "loss.png")
+    ck = out / "checkpoint"
+    finish_output(out, {"parameters": n_params, **metrics}, [ck / "model.safetensors", out / "loss.csv"])
+    return ck
+
+
+if __name__ == "__main__":
+    main(parse_args(Args, description=__doc__))
