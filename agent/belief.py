@@ -96,7 +96,9 @@ _BASIS = _basis_compact()
 _BASIS_ROWS = N_THETA + 1
 
 
-def linear_design(meters_before, slot: int, action: int, event: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def linear_design(
+    meters_before, slot: int, action: int, event: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """``(f0 (5,), J (5, 9))`` with ``expected_delta = f0 + J @ theta + spiral`` (no noise,
     before clipping), for any profile whose nine ``THETA_NAMES`` values are ``theta``. The
     spiral term (``_SPIRAL`` if serenity < threshold) is not included."""
@@ -224,7 +226,9 @@ class BeliefState:
         for o in observations:
             self.update_from_observation(o)
 
-    def update(self, meters_before, slot: int, action: int, event: int, delta, meters_after) -> None:
+    def update(
+        self, meters_before, slot: int, action: int, event: int, delta, meters_after
+    ) -> None:
         """Absorb one step's modifier evidence (the reward-weight equation is separate)."""
         m0 = np.asarray(meters_before, dtype=np.float64)
         m1 = np.asarray(meters_after, dtype=np.float64)

@@ -55,12 +55,18 @@ class PlanModel:
     each in the plan score (noise and events are not simulated, so keep a safety band)."""
 
     def __init__(
-        self, params: np.ndarray, w: np.ndarray, crash_margin: float = 0.03, risk_cost: float = 0.002
+        self,
+        params: np.ndarray,
+        w: np.ndarray,
+        crash_margin: float = 0.03,
+        risk_cost: float = 0.002,
     ):
         p = np.atleast_2d(np.asarray(params, dtype=np.float64))
         tab = effect_tables(p)
         self.k = p.shape[0]
-        ev_scale = spec.EVENT_SCALE_BASE - spec.EVENT_SCALE_RESILIENCE * p[:, spec.COL["event_resilience"]]
+        ev_scale = (
+            spec.EVENT_SCALE_BASE - spec.EVENT_SCALE_RESILIENCE * p[:, spec.COL["event_resilience"]]
+        )
         self.const = tab.const + (EVENT_MEAN[None, :] * ev_scale[:, None])[:, None, None, :]
         self.scaled = tab.scaled
         # (4 slots, 10 actions, K, 10): const and scaled side by side, for one gather per step
@@ -90,7 +96,9 @@ class PlanModel:
         thr = self.thr[None, :]
         for j in range(length):
             g = self.table[(t + j) & 3][plans[:, j]]  # (B, K, 10): const | scaled
-            fv = np.clip(spec.FV_BASE + spec.FV_SLOPE / spec.FV_REF * m[..., 0], spec.FV_MIN, spec.FV_MAX)
+            fv = np.clip(
+                spec.FV_BASE + spec.FV_SLOPE / spec.FV_REF * m[..., 0], spec.FV_MIN, spec.FV_MAX
+            )
             d = g[..., :5] + fv[..., None] * g[..., 5:]
             spiral = m[..., 3] < thr
             d[..., 0] += spiral * spec.SPIRAL_V
@@ -99,9 +107,12 @@ class PlanModel:
             nc = (new < spec.CRASH_THRESHOLD).sum(axis=-1)
             risk += (new < self.low).sum(axis=-1)
             # spec 5: 10 w.d + (w.m' - 0.5) + 0.5 dP + 0.4 dN - 0.5 crashes, d = m' - m
-            rewards[..., j] = (new - m) @ self._wd + new @ self._wm - spec.REWARD_LEVEL_SCALE * (
-                spec.REWARD_LEVEL_BASELINE
-            ) + spec.REWARD_CRASH_PENALTY * nc
+            rewards[..., j] = (
+                (new - m) @ self._wd
+                + new @ self._wm
+                - spec.REWARD_LEVEL_SCALE * spec.REWARD_LEVEL_BASELINE
+                + spec.REWARD_CRASH_PENALTY * nc
+            )
             crashes += nc
             m = new
         return {"rewards": rewards, "meters": m, "crashes": crashes, "risk": risk}
@@ -166,7 +177,9 @@ BELIEF_GRAD[[I_WVR, I_PSB], 2] = (0.4, 0.3)
 def expected_belief_accuracy(precision: np.ndarray) -> np.ndarray:
     """Spec 8 belief accuracy expected from posterior precisions (..., 9, 9): the median's
     expected absolute error is sqrt(2/pi) x sd per (linearised) belief dimension."""
-    x = np.linalg.solve(precision, np.broadcast_to(BELIEF_GRAD, precision.shape[:-2] + BELIEF_GRAD.shape))
+    x = np.linalg.solve(
+        precision, np.broadcast_to(BELIEF_GRAD, precision.shape[:-2] + BELIEF_GRAD.shape)
+    )
     var = np.einsum("...ij,...ij->...j", np.broadcast_to(BELIEF_GRAD, x.shape), x)
     mae = _SQRT_2_PI * np.sqrt(np.maximum(var, 0.0)).mean(axis=-1)
     return np.maximum(0.0, 1.0 - 2.0 * mae)
@@ -184,7 +197,9 @@ def neighbours(plan: np.ndarray) -> np.ndarray:
 _DEFAULT_PLANS: dict[tuple[float, float], np.ndarray] = {}
 
 
-def default_plan(prior_scale: float = 1.3, info_weight: float = _W["belief_accuracy"]) -> np.ndarray:
+def default_plan(
+    prior_scale: float = 1.3, info_weight: float = _W["belief_accuracy"]
+) -> np.ndarray:
     """The week's plan before any observation: the heuristic's week improved to convergence
     for the prior-mean person (uniform weights) from the mean initial meters. Computed once
     per process and cached; every episode's first decision starts from it."""
@@ -194,7 +209,9 @@ def default_plan(prior_scale: float = 1.3, info_weight: float = _W["belief_accur
         model = PlanModel(bs.profile_estimate().to_array()[None, :], bs.w)
         meters = np.array(spec.INITIAL_METERS)
         plan = np.array([heuristic_action(meters, s & 3) for s in range(_T)], dtype=np.int64)
-        _DEFAULT_PLANS[key] = improve_plan(model, plan, meters, 0, [], 0, 60, info_weight, bs.prior_prec)
+        _DEFAULT_PLANS[key] = improve_plan(
+            model, plan, meters, 0, [], 0, 60, info_weight, bs.prior_prec
+        )
     return _DEFAULT_PLANS[key]
 
 
@@ -310,8 +327,15 @@ class BayesAgent:
         # Joined mid-week (or skipped steps): unknown past rewards count as 0.
         past = ([0.0] * t + self._rewards)[-t:] if t else []
         plan = improve_plan(
-            model, plan, meters, t, past, self._crashes, self.first_rounds if fresh else self.rounds,
-            self.info_weight, bs.prior_prec + bs.data_precision(),
+            model,
+            plan,
+            meters,
+            t,
+            past,
+            self._crashes,
+            self.first_rounds if fresh else self.rounds,
+            self.info_weight,
+            bs.prior_prec + bs.data_precision(),
         )
         self._plan = plan[1:]
         a = int(plan[0])

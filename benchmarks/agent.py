@@ -72,8 +72,12 @@ def time_decisions(episodes: int = 10, seed0: int = 0, **agent_kwargs) -> dict[s
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--policies", default="bayes,random,heuristic", help="comma-separated names")
-    ap.add_argument("--episodes", type=int, default=None, help="episodes per condition (default: protocol)")
-    ap.add_argument("--timing-episodes", type=int, default=10, help="episodes for the timing run (0: skip)")
+    ap.add_argument(
+        "--episodes", type=int, default=None, help="episodes per condition (default: protocol)"
+    )
+    ap.add_argument(
+        "--timing-episodes", type=int, default=10, help="episodes for the timing run (0: skip)"
+    )
     ap.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = ap.parse_args()
 

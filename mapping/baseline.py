@@ -11,7 +11,8 @@ against it count ``population_quality`` (0.5) towards the meter's confidence.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -76,4 +77,33 @@ def baselines_for(
         s = slot if sig.scope == "slot" else 0
         vals = [history.get((d, s), {}).get(name) for d in days]
         out[name] = robust_baseline(vals, sig, slot, model)
+    return out
+
+
+def rolling_baselines(
+    series: Sequence[float | None], signal: Signal, slot: int, model: Model
+) -> list[Baseline]:
+    """Baseline of every position of a daily series, vectorised.
+
+    ``series[i]`` is the signal on day i (None or NaN = missing); the result's element i is
+    ``robust_baseline(series[i - baseline_days : i])`` (positions before 0 count as missing).
+    """
+    x = np.array([np.nan if v is None else float(v) for v in series], dtype=float)
+    k = model.baseline_days
+    padded = np.concatenate([np.full(k, np.nan), x])
+    win = np.lib.stride_tricks.sliding_window_view(padded, k)[: len(x)]  # (n, k): days i-k..i-1
+    n = np.sum(~np.isnan(win), axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows: handled below
+        med = np.nanmedian(win, axis=1)
+        mad = np.nanmedian(np.abs(win - med[:, None]), axis=1)
+    floor = model.scale_floor * signal.ref_scale
+    out = []
+    for i in range(len(x)):
+        if n[i] < model.min_baseline_days:
+            out.append(Baseline(signal.ref_median[slot], signal.ref_scale, int(n[i]), False))
+        else:
+            out.append(
+                Baseline(float(med[i]), max(model.mad_to_sd * float(mad[i]), floor), int(n[i]), True)
+            )
     return out

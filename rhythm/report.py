@@ -358,7 +358,8 @@ def section_did(data: ReportData) -> tuple[str, bool, int]:
         out.append("<h3>Workouts</h3>")
         out.append(table(["day", "sport", "minutes", "kcal", "avg HR", "source"],
                          [[w["local_day"], w["sport"], None if w["duration_min"] is None else round(w["duration_min"]),
-                           None if w["energy_kcal"] is None else round(w["energy_kcal"]), w["avg_hr_bpm"], w["source"]]
+                           None if w["energy_kcal"] is None else round(w["energy_kcal"]),
+                           None if w["avg_hr_bpm"] is None else round(w["avg_hr_bpm"]), w["source"]]
                           for w in data.workouts[-12:]]))
     if data.events_by_action:
         out.append("<h3>Calendar</h3>")

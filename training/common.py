@@ -32,14 +32,18 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 def help_field(default: Any, help: str, **kw: Any) -> Any:
     """A dataclass field with one line of help (shown by ``--help``)."""
     if isinstance(default, list | dict):
-        return dataclasses.field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kw)
+        return dataclasses.field(
+            default_factory=lambda: type(default)(default), metadata={"help": help}, **kw
+        )
     return dataclasses.field(default=default, metadata={"help": help}, **kw)
 
 
 def parse_args(cls: type[A], argv: list[str] | None = None, description: str | None = None) -> A:
     """``cls`` (an args dataclass) from the command line: one ``--flag`` per field."""
-    p = argparse.ArgumentParser(description=description or cls.__doc__,
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=description or cls.__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         hint = hints[f.name]
@@ -47,11 +51,16 @@ def parse_args(cls: type[A], argv: list[str] | None = None, description: str | N
         flag = "--" + f.name.replace("_", "-")
         kind, is_list = _base_type(hint)
         if kind is bool:
-            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
-                           help=f.metadata.get("help", ""))
+            p.add_argument(
+                flag,
+                action=argparse.BooleanOptionalAction,
+                default=default,
+                help=f.metadata.get("help", ""),
+            )
         elif is_list:
-            p.add_argument(flag, nargs="*", type=kind, default=default,
-                           help=f.metadata.get("help", ""))
+            p.add_argument(
+                flag, nargs="*", type=kind, default=default, help=f.metadata.get("help", "")
+            )
         else:
             p.add_argument(flag, type=kind, default=default, help=f.metadata.get("help", ""))
     ns = p.parse_args(argv)
@@ -82,6 +91,7 @@ def seed_everything(seed: int) -> None:
 
 def git_commit() -> dict[str, Any]:
     """The repository's HEAD commit and whether the tree has uncommitted changes (read-only)."""
+
     def run(*cmd: str) -> str | None:
         try:
             out = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
@@ -90,7 +100,10 @@ def git_commit() -> dict[str, Any]:
         return out.stdout.strip() if out.returncode == 0 else None
 
     status = run("git", "status", "--porcelain", "--untracked-files=no")
-    return {"commit": run("git", "rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
+    return {
+        "commit": run("git", "rev-parse", "HEAD"),
+        "dirty": bool(status) if status is not None else None,
+    }
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
@@ -110,12 +123,16 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def prepare_output(out: str | Path, stage: str, args: Any, inputs: Iterable[str | Path] = ()) -> Path:
+def prepare_output(
+    out: str | Path, stage: str, args: Any, inputs: Iterable[str | Path] = ()
+) -> Path:
     """Create the stage's output folder and record ``args.json`` and ``manifest.json``
     (stage, git commit, host, library versions, sha256 of every input file)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=2, default=str) + "\n")
+    (out / "args.json").write_text(
+        json.dumps(dataclasses.asdict(args), indent=2, default=str) + "\n"
+    )
     data = {}
     for p in inputs:
         p = Path(p)
@@ -133,7 +150,9 @@ def prepare_output(out: str | Path, stage: str, args: Any, inputs: Iterable[str 
     return out
 
 
-def finish_output(out: str | Path, summary: dict[str, Any], outputs: Iterable[str | Path] = ()) -> None:
+def finish_output(
+    out: str | Path, summary: dict[str, Any], outputs: Iterable[str | Path] = ()
+) -> None:
     """Add the stage's summary and the sha256 of its output files to ``manifest.json``."""
     out = Path(out)
     path = out / "manifest.json"
@@ -142,9 +161,23 @@ def finish_output(out: str | Path, summary: dict[str, Any], outputs: Iterable[st
     manifest["summary"] = summary
     manifest["outputs"] = {
         str(p): {"sha256": sha256_file(p), "bytes": Path(p).stat().st_size}
-        for p in map(Path, outputs) if p.is_file()
+        for p in map(Path, outputs)
+        if p.is_file()
     }
     path.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+
+
+def quiet_libraries() -> None:
+    """No progress bars or advisory warnings from transformers/peft in the stages' logs."""
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - the ml extra is missing
+        return
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
 
 
 def no_progress(stage: str, done: float, total: float | None) -> None:
@@ -155,3 +188,28 @@ def log(msg: str) -> None:
     """A timestamped line on stderr (scripts only; the CLI passes a progress callback)."""
     sys.stderr.write(time.strftime("%H:%M:%S ") + msg + "\n")
     sys.stderr.flush()
+
+
+def args_from(cls: type[A], overrides: dict[str, Any] | None = None) -> A:
+    """``cls()`` with ``overrides`` (values may be strings, converted to the field's type;
+    lists as comma-separated strings). Unknown names are a ValueError."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    values: dict[str, Any] = {}
+    for key, raw in (overrides or {}).items():
+        name = key.replace("-", "_")
+        if name not in names:
+            raise ValueError(
+                f"unknown setting {key!r} for {cls.__name__}; known: {', '.join(sorted(names))}"
+            )
+        kind, is_list = _base_type(hints[name])
+        if isinstance(raw, str):
+            if is_list:
+                values[name] = [kind(x) for x in raw.split(",") if x != ""]
+            elif kind is bool:
+                values[name] = raw.strip().lower() in ("1", "true", "yes", "on")
+            else:
+                values[name] = kind(raw)
+        else:
+            values[name] = raw
+    return cls(**values)

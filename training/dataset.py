@@ -26,7 +26,16 @@ import numpy as np
 
 from agent.prompting import render_compact
 from simulator import spec
-from training.common import Progress, finish_output, help_field, log, no_progress, parse_args, prepare_output, seed_everything
+from training.common import (
+    Progress,
+    finish_output,
+    help_field,
+    log,
+    no_progress,
+    parse_args,
+    prepare_output,
+    seed_everything,
+)
 from training.rollouts import read_rollouts
 
 EOS = "<|endoftext|>"
@@ -41,11 +50,17 @@ _TARGET_RE = re.compile(
 class Args:
     """Dataset and tokenizer."""
 
-    rollouts: list[str] = help_field(["runs/manual/rollouts/rollouts.jsonl"], "rollout JSONL files (stage 1)")
-    out: str = help_field("runs/manual/dataset", "output folder (tokenizer.json, train.npz, val.npz, stats.json)")
+    rollouts: list[str] = help_field(
+        ["runs/manual/rollouts/rollouts.jsonl"], "rollout JSONL files (stage 1)"
+    )
+    out: str = help_field(
+        "runs/manual/dataset", "output folder (tokenizer.json, train.npz, val.npz, stats.json)"
+    )
     vocab_size: int = help_field(1024, "BPE vocabulary size (bytes + merges + <|endoftext|>)")
     val_fraction: float = help_field(0.05, "share of episodes held out for validation")
-    tokenizer: str = help_field("", "reuse this tokenizer.json instead of training one (refinement data)")
+    tokenizer: str = help_field(
+        "", "reuse this tokenizer.json instead of training one (refinement data)"
+    )
     seed: int = help_field(0, "seed of the train/val split")
 
 
@@ -168,12 +183,16 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         "seconds": round(time.time() - t0, 1),
     }
     if stats["answers_per_episode_min"] != spec.EPISODE_STEPS:
-        raise ValueError(f"an episode text has {stats['answers_per_episode_min']} answers, expected 28")
+        raise ValueError(
+            f"an episode text has {stats['answers_per_episode_min']} answers, expected 28"
+        )
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     finish_output(out, {k: v for k, v in stats.items() if k != "example"}, [tok_path, *files])
     progress("dataset", 3, 3)
-    log(f"dataset: {len(texts)} episodes, {stats['tokens_per_episode_mean']:.0f} tokens/episode (max {stats['tokens_per_episode_max']}), "
-        f"{numbers_single}/100 two-digit numbers single tokens")
+    log(
+        f"dataset: {len(texts)} episodes, {stats['tokens_per_episode_mean']:.0f} tokens/episode (max {stats['tokens_per_episode_max']}), "
+        f"{numbers_single}/100 two-digit numbers single tokens"
+    )
     return out
 
 

@@ -21,7 +21,18 @@ from typing import Any
 
 from simulator import spec
 from simulator.evaluate import PUBLISHED, PUBLISHED_BELIEF_MAE, EvalResult, evaluate
-from training.common import Progress, finish_output, git_commit, help_field, log, no_progress, parse_args, prepare_output, seed_everything
+from training.common import (
+    Progress,
+    finish_output,
+    git_commit,
+    help_field,
+    log,
+    no_progress,
+    parse_args,
+    prepare_output,
+    quiet_libraries,
+    seed_everything,
+)
 
 CONDITION_TITLES = {"in-dist": "in-dist", "ood": "OOD", "discrete": "discrete-3"}
 
@@ -31,10 +42,17 @@ class Args:
     """Three-condition evaluation and docs/results.md."""
 
     students: list[str] = help_field([], "students as name=path (checkpoint folder or .gguf file)")
-    baselines: list[str] = help_field(["random", "heuristic", "bayes"], "registered policies to evaluate beside the students")
-    episodes: int = help_field(0, "episodes per condition (per named profile for discrete); 0 = the protocol's 100 / 50 / 5")
+    baselines: list[str] = help_field(
+        ["random", "heuristic", "bayes"], "registered policies to evaluate beside the students"
+    )
+    episodes: int = help_field(
+        0,
+        "episodes per condition (per named profile for discrete); 0 = the protocol's 100 / 50 / 5",
+    )
     out: str = help_field("runs/manual/eval", "output folder (results.json, final_scores.png)")
-    results_md: str = help_field("", "write the markdown report here (e.g. docs/results.md); empty = out/results.md")
+    results_md: str = help_field(
+        "", "write the markdown report here (e.g. docs/results.md); empty = out/results.md"
+    )
     title: str = help_field("Student evaluation", "heading of the markdown report")
     note: str = help_field("", "a paragraph under the heading (what was trained, budgets)")
     n_ctx: int = help_field(2048, "llama.cpp context for GGUF students")
@@ -69,15 +87,24 @@ def make_student(path: str, n_ctx: int):
         silence_llama_cpp()
         timed = TimedModel(LlamaCppModel(p, n_ctx=n_ctx, n_threads=1))
         policy = LLMPolicy(timed, form="compact", max_tokens=24)
-        return policy, lambda: {"backend": "llama.cpp", "bytes": p.stat().st_size,
-                                "ms_per_decision": 1000 * timed.seconds / max(1, timed.calls),
-                                "decisions": timed.calls, "invalid_outputs": policy.invalid_outputs}
+        return policy, lambda: {
+            "backend": "llama.cpp",
+            "bytes": p.stat().st_size,
+            "ms_per_decision": 1000 * timed.seconds / max(1, timed.calls),
+            "decisions": timed.calls,
+            "invalid_outputs": policy.invalid_outputs,
+        }
     from training.student import TorchStudent
 
     student = TorchStudent(p, threads=1)
     size = (p / "model.safetensors").stat().st_size if (p / "model.safetensors").exists() else None
-    return student, lambda: {"backend": "pytorch", "bytes": size, "ms_per_decision": student.ms_per_decision,
-                             "decisions": student.decisions, "invalid_outputs": student.invalid_outputs}
+    return student, lambda: {
+        "backend": "pytorch",
+        "bytes": size,
+        "ms_per_decision": student.ms_per_decision,
+        "decisions": student.decisions,
+        "invalid_outputs": student.invalid_outputs,
+    }
 
 
 def _fmt(x: float | None, d: int = 3) -> str:
@@ -89,40 +116,73 @@ def _half(r: dict[str, Any]) -> float:
     return (hi - lo) / 2
 
 
-def markdown(results: dict[str, dict[str, Any]], extra: dict[str, dict[str, Any]], args: Args, command: str) -> str:
+def markdown(
+    results: dict[str, dict[str, Any]], extra: dict[str, dict[str, Any]], args: Args, command: str
+) -> str:
     git = git_commit()
     conds = spec.CONDITIONS
-    lines = [f"# {args.title}", "",
-             f"_Written by `training/evaluate.py` (do not edit by hand) on {time.strftime('%Y-%m-%d %H:%M')}, "
-             f"commit `{(git['commit'] or '?')[:12]}`{' (dirty tree)' if git['dirty'] else ''}._", ""]
+    lines = [
+        f"# {args.title}",
+        "",
+        f"_Written by `training/evaluate.py` (do not edit by hand) on {time.strftime('%Y-%m-%d %H:%M')}, "
+        f"commit `{(git['commit'] or '?')[:12]}`{' (dirty tree)' if git['dirty'] else ''}._",
+        "",
+    ]
     if args.note:
         lines += [args.note, ""]
     lines += [f"Command: `{command}`", ""]
-    lines += ["final_score: mean ± 95% half-interval over episodes; belief_mae: mean over episodes "
-              "(lower is better; '-' = no belief emitted).", ""]
-    head = "| policy | " + " | ".join(CONDITION_TITLES[c] for c in conds) + " | " + \
-        " | ".join(f"belief_mae {CONDITION_TITLES[c]}" for c in conds) + " | ms/decision | file |"
+    lines += [
+        "final_score: mean ± 95% half-interval over episodes; belief_mae: mean over episodes "
+        "(lower is better; '-' = no belief emitted).",
+        "",
+    ]
+    head = (
+        "| policy | "
+        + " | ".join(CONDITION_TITLES[c] for c in conds)
+        + " | "
+        + " | ".join(f"belief_mae {CONDITION_TITLES[c]}" for c in conds)
+        + " | ms/decision | file |"
+    )
     lines += [head, "|" + "---|" * (2 + 2 * len(conds) + 1)]
     for name, by_cond in results.items():
         e = extra.get(name, {})
         size = e.get("bytes")
         lines.append(
-            f"| {name} | " + " | ".join(f"{by_cond[c]['final_score']:.3f} ± {_half(by_cond[c]):.3f}" for c in conds)
-            + " | " + " | ".join(_fmt(by_cond[c]["belief_mae"]) for c in conds)
+            f"| {name} | "
+            + " | ".join(
+                f"{by_cond[c]['final_score']:.3f} ± {_half(by_cond[c]):.3f}" for c in conds
+            )
+            + " | "
+            + " | ".join(_fmt(by_cond[c]["belief_mae"]) for c in conds)
             + f" | {_fmt(e.get('ms_per_decision'), 1)} | {'' if size is None else f'{size / 1e6:.2f} MB'} |"
         )
     for name, figures in PUBLISHED.items():
         mae = PUBLISHED_BELIEF_MAE.get(name)
-        lines.append(f"| {name} (published) | " + " | ".join(_fmt(figures[c]) for c in conds)
-                     + f" | {_fmt(mae)} | - | - | | |")
-    lines += ["", f"Episodes: {results[next(iter(results))]['in-dist']['episodes']} in-dist, "
-              f"{results[next(iter(results))]['ood']['episodes']} OOD, "
-              f"{results[next(iter(results))]['discrete']['episodes']} discrete-3.", ""]
+        lines.append(
+            f"| {name} (published) | "
+            + " | ".join(_fmt(figures[c]) for c in conds)
+            + f" | {_fmt(mae)} | - | - | | |"
+        )
+    lines += [
+        "",
+        f"Episodes: {results[next(iter(results))]['in-dist']['episodes']} in-dist, "
+        f"{results[next(iter(results))]['ood']['episodes']} OOD, "
+        f"{results[next(iter(results))]['discrete']['episodes']} discrete-3.",
+        "",
+    ]
     if extra:
-        lines += ["Students (one thread; ms per decision include prompt rendering, the model and parsing):", ""]
-        lines += ["| student | backend | decisions | invalid outputs | ms/decision |", "|---|---|---|---|---|"]
+        lines += [
+            "Students (one thread; ms per decision include prompt rendering, the model and parsing):",
+            "",
+        ]
+        lines += [
+            "| student | backend | decisions | invalid outputs | ms/decision |",
+            "|---|---|---|---|---|",
+        ]
         for name, e in extra.items():
-            lines.append(f"| {name} | {e['backend']} | {e['decisions']} | {e['invalid_outputs']} | {e['ms_per_decision']:.1f} |")
+            lines.append(
+                f"| {name} | {e['backend']} | {e['decisions']} | {e['invalid_outputs']} | {e['ms_per_decision']:.1f} |"
+            )
         lines.append("")
     lines += ["![final scores](final_scores.png)", ""]
     return "\n".join(lines)
@@ -152,7 +212,9 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
     ax.set_xticks(x, [CONDITION_TITLES[c] for c in conds])
     ax.set_ylabel("final_score")
     ax.set_ylim(0, 1)
-    ax.set_title("final score by condition (dashed: published teacher, dotted: published 3B student)")
+    ax.set_title(
+        "final score by condition (dashed: published teacher, dotted: published 3B student)"
+    )
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -161,6 +223,7 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
 
 def main(args: Args, progress: Progress = no_progress, command: str = "") -> dict[str, Any]:
     seed_everything(args.seed)
+    quiet_libraries()
     from agent.policies import register_agent_policies
 
     register_agent_policies()
@@ -187,20 +250,27 @@ def main(args: Args, progress: Progress = no_progress, command: str = "") -> dic
             progress("evaluate", done, total)
         if kind == "student":
             extra[name] = {**stats(), "path": what}
-        log(f"evaluate {name}: " + ", ".join(f"{c} {results[name][c]['final_score']:.3f}" for c in spec.CONDITIONS)
-            + f" belief_mae {_fmt(results[name]['in-dist']['belief_mae'])} ({time.time() - t0:.0f} s)")
+        log(
+            f"evaluate {name}: "
+            + ", ".join(f"{c} {results[name][c]['final_score']:.3f}" for c in spec.CONDITIONS)
+            + f" belief_mae {_fmt(results[name]['in-dist']['belief_mae'])} ({time.time() - t0:.0f} s)"
+        )
     md_path = Path(args.results_md) if args.results_md else out / "results.md"
     md_path.parent.mkdir(parents=True, exist_ok=True)
     plot(results, md_path.parent / "final_scores.png")
     if md_path.parent != out:
         plot(results, out / "final_scores.png")
     cmd = command or "python -m training.evaluate " + " ".join(
-        [f"--students {' '.join(args.students)}"] if args.students else []) + (f" --episodes {args.episodes}" if args.episodes else "")
+        [f"--students {' '.join(args.students)}"] if args.students else []
+    ) + (f" --episodes {args.episodes}" if args.episodes else "")
     md_path.write_text(markdown(results, extra, args, cmd))
     report = {"results": results, "students": extra, "episodes": args.episodes or "protocol"}
     (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")
-    finish_output(out, {n: {c: r[c]["final_score"] for c in r} for n, r in results.items()},
-                  [out / "results.json", md_path])
+    finish_output(
+        out,
+        {n: {c: r[c]["final_score"] for c in r} for n, r in results.items()},
+        [out / "results.json", md_path],
+    )
     return report
 
 

@@ -24,7 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training.common import Progress, finish_output, help_field, log, no_progress, parse_args, prepare_output, seed_everything
+from training.common import (
+    Progress,
+    finish_output,
+    help_field,
+    log,
+    no_progress,
+    parse_args,
+    prepare_output,
+    quiet_libraries,
+    seed_everything,
+)
 
 QUANT_TYPES = {
     "f16": "LLAMA_FTYPE_MOSTLY_F16",
@@ -38,13 +48,21 @@ QUANT_TYPES = {
 class Args:
     """GGUF export, quantization and parity check."""
 
-    checkpoint: str = help_field("runs/manual/sft/checkpoint", "student checkpoint folder (stage 3)")
+    checkpoint: str = help_field(
+        "runs/manual/sft/checkpoint", "student checkpoint folder (stage 3)"
+    )
     adapter: str = help_field("", "LoRA adapter folder to merge first (stage 4), optional")
-    data: str = help_field("runs/manual/dataset", "dataset folder (val_episodes.jsonl gives the parity prompts)")
+    data: str = help_field(
+        "runs/manual/dataset", "dataset folder (val_episodes.jsonl gives the parity prompts)"
+    )
     out: str = help_field("runs/manual/export", "output folder for the GGUF files and parity.json")
-    quants: list[str] = help_field(["f16", "q8_0", "q4_0"], "types to quantize to (f16, q8_0, q4_0, q4_k_m)")
+    quants: list[str] = help_field(
+        ["f16", "q8_0", "q4_0"], "types to quantize to (f16, q8_0, q4_0, q4_k_m)"
+    )
     parity_episodes: int = help_field(8, "held-out episodes the parity prompts come from")
-    parity_steps: list[int] = help_field([0, 3, 7, 13, 20, 27], "steps of each episode at which to prompt")
+    parity_steps: list[int] = help_field(
+        [0, 3, 7, 13, 20, 27], "steps of each episode at which to prompt"
+    )
     n_ctx: int = help_field(2048, "llama.cpp context for the check")
     seed: int = help_field(0, "seed")
 
@@ -67,8 +85,9 @@ def write_gguf(model, tokenizer_path: Path, path: Path) -> Path:
 
     tok = load_tokenizer(tokenizer_path)
     eos = tok.token_to_id(EOS)
-    config = LlamaConfig.from_hf(model.config, bos_token_id=eos, eos_token_id=eos, add_bos_token=True,
-                                 name="rhythm-student")
+    config = LlamaConfig.from_hf(
+        model.config, bos_token_id=eos, eos_token_id=eos, add_bos_token=True, name="rhythm-student"
+    )
     tensors = dict(model.state_dict())
     if model.config.tie_word_embeddings:
         tensors.pop("lm_head.weight", None)  # llama.cpp ties the output to token_embd
@@ -112,12 +131,20 @@ def parity_prompts(val_path: Path, episodes: int, steps: list[int]) -> list[dict
         for t in steps:
             if 0 <= t < spec.EPISODE_STEPS:
                 beliefs = [None if b is None else tuple(b) for b in rec["beliefs"][:t]]
-                prompts.append({"seed": rec["seed"], "t": t, "teacher_action": rec["actions"][t],
-                                "prompt": render_compact(rec["observations"][: t + 1], None, beliefs)})
+                prompts.append(
+                    {
+                        "seed": rec["seed"],
+                        "t": t,
+                        "teacher_action": rec["actions"][t],
+                        "prompt": render_compact(rec["observations"][: t + 1], None, beliefs),
+                    }
+                )
     return prompts
 
 
-def check_parity(torch_answers: list[str], gguf: Path, prompts: list[dict[str, Any]], n_ctx: int) -> dict[str, Any]:
+def check_parity(
+    torch_answers: list[str], gguf: Path, prompts: list[dict[str, Any]], n_ctx: int
+) -> dict[str, Any]:
     from agent.prompting import OUTPUT_GBNF, parse_output
     from agent.runtime import LlamaCppModel
 
@@ -137,9 +164,16 @@ def check_parity(torch_answers: list[str], gguf: Path, prompts: list[dict[str, A
             mismatches.append({"seed": p["seed"], "t": p["t"], "torch": ref, "llama_cpp": ans})
     llm.close()
     n = len(prompts)
-    return {"file": str(gguf), "bytes": gguf.stat().st_size, "prompts": n, "valid": valid / n,
-            "action_agreement": same_action / n, "answer_agreement": same_text / n,
-            "ms_per_prompt_cold": 1000 * sum(times) / n, "mismatches": mismatches}
+    return {
+        "file": str(gguf),
+        "bytes": gguf.stat().st_size,
+        "prompts": n,
+        "valid": valid / n,
+        "action_agreement": same_action / n,
+        "answer_agreement": same_text / n,
+        "ms_per_prompt_cold": 1000 * sum(times) / n,
+        "mismatches": mismatches,
+    }
 
 
 def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
@@ -148,9 +182,12 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     from training.student import TorchStudent
 
     seed_everything(args.seed)
+    quiet_libraries()
     torch.set_num_threads(2)
     ck = Path(args.checkpoint)
-    out = prepare_output(args.out, "export", args, [ck / "model.safetensors", ck / "tokenizer.json"])
+    out = prepare_output(
+        args.out, "export", args, [ck / "model.safetensors", ck / "tokenizer.json"]
+    )
     model = load_student(ck, args.adapter)
     if args.adapter:  # the merged model is a checkpoint of its own (PyTorch reference)
         merged = out / "merged"
@@ -167,14 +204,18 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
         files[kind] = quantize(f32, out / f"student-{kind}.gguf", kind)
         progress("export", 2 + i, total)
 
-    prompts = parity_prompts(Path(args.data) / "val_episodes.jsonl", args.parity_episodes, args.parity_steps)
+    prompts = parity_prompts(
+        Path(args.data) / "val_episodes.jsonl", args.parity_episodes, args.parity_steps
+    )
     student = TorchStudent(ck, threads=1)
     torch_answers = [student.complete(p["prompt"]) for p in prompts]
     teacher_agree = sum(
         a.split(" ", 1)[0] == __import__("simulator").spec.ACTIONS[p["teacher_action"]]
         for a, p in zip(torch_answers, prompts, strict=True)
     ) / max(1, len(prompts))
-    results = {kind: check_parity(torch_answers, path, prompts, args.n_ctx) for kind, path in files.items()}
+    results = {
+        kind: check_parity(torch_answers, path, prompts, args.n_ctx) for kind, path in files.items()
+    }
     progress("export", total, total)
     report = {
         "checkpoint": str(args.checkpoint),
@@ -184,11 +225,22 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
         "files": results,
     }
     (out / "parity.json").write_text(json.dumps(report, indent=2) + "\n")
-    finish_output(out, {k: {"bytes": v["bytes"], "action_agreement": v["action_agreement"],
-                            "answer_agreement": v["answer_agreement"]} for k, v in results.items()},
-                  list(files.values()))
+    finish_output(
+        out,
+        {
+            k: {
+                "bytes": v["bytes"],
+                "action_agreement": v["action_agreement"],
+                "answer_agreement": v["answer_agreement"],
+            }
+            for k, v in results.items()
+        },
+        list(files.values()),
+    )
     for kind, r in results.items():
-        log(f"export {kind}: {r['bytes'] / 1e6:.2f} MB, parity actions {r['action_agreement']:.3f}, answers {r['answer_agreement']:.3f}")
+        log(
+            f"export {kind}: {r['bytes'] / 1e6:.2f} MB, parity actions {r['action_agreement']:.3f}, answers {r['answer_agreement']:.3f}"
+        )
     return report
 
 

@@ -21,11 +21,29 @@ from typing import Any
 
 import numpy as np
 
-from training.common import Progress, finish_output, help_field, log, no_progress, parse_args, prepare_output, seed_everything
+from training.common import (
+    Progress,
+    finish_output,
+    help_field,
+    log,
+    no_progress,
+    parse_args,
+    prepare_output,
+    seed_everything,
+)
 
 FORMAT = "rhythm-rollouts/1"
 #: Observation keys kept per step (what agent.prompting.render_compact reads, plus deltas).
-OBS_KEYS = ("t", "slot", "meters", "deltas", "anomalies", "last_action", "last_reward", "active_event")
+OBS_KEYS = (
+    "t",
+    "slot",
+    "meters",
+    "deltas",
+    "anomalies",
+    "last_action",
+    "last_reward",
+    "active_event",
+)
 DECIMALS = 6
 
 
@@ -33,11 +51,18 @@ DECIMALS = 6
 class Args:
     """Teacher rollouts."""
 
-    out: str = help_field("runs/manual/rollouts", "output folder (rollouts.jsonl, args.json, manifest.json)")
+    out: str = help_field(
+        "runs/manual/rollouts", "output folder (rollouts.jsonl, args.json, manifest.json)"
+    )
     episodes: int = help_field(2000, "number of episodes (weeks)")
-    seed_start: int = help_field(1_000_000, "first episode seed; episodes use seed_start .. seed_start+episodes-1")
+    seed_start: int = help_field(
+        1_000_000, "first episode seed; episodes use seed_start .. seed_start+episodes-1"
+    )
     condition: str = help_field("in-dist", "profile distribution: in-dist or ood")
-    profile: str = help_field("", "fixed person for every episode: a named profile, or 'seed:N' (per-person data); empty = fresh profile per episode")
+    profile: str = help_field(
+        "",
+        "fixed person for every episode: a named profile, or 'seed:N' (per-person data); empty = fresh profile per episode",
+    )
     teacher: str = help_field("bayes", "registered policy that plays (bayes, heuristic, ...)")
     workers: int = help_field(2, "worker processes")
     seed: int = help_field(0, "global seed (the episodes are seeded by their own seeds)")
@@ -55,7 +80,11 @@ def _obs(o: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for k in OBS_KEYS:
         v = np.asarray(o[k]).reshape(-1)
-        out[k] = int(v[0]) if k in ("t", "slot", "last_action", "active_event") else [round(float(x), DECIMALS) for x in v]
+        out[k] = (
+            int(v[0])
+            if k in ("t", "slot", "last_action", "active_event")
+            else [round(float(x), DECIMALS) for x in v]
+        )
     out["last_reward"] = out["last_reward"][0]
     return out
 
@@ -73,7 +102,9 @@ def resolve_profile(spec_text: str):
     return p
 
 
-def play_episode(policy, env, seed: int, teacher: str, condition: str, profile=None) -> dict[str, Any]:
+def play_episode(
+    policy, env, seed: int, teacher: str, condition: str, profile=None
+) -> dict[str, Any]:
     """One week with ``policy``; the JSONL record."""
     options = None if profile is None else {"profile": profile}
     obs, info = env.reset(seed=int(seed), options=options)
@@ -85,8 +116,12 @@ def play_episode(policy, env, seed: int, teacher: str, condition: str, profile=N
     while not terminated:
         a, b = policy.act(obs)
         actions.append(int(a))
-        beliefs.append(None if b is None else [round(float(x), 4) for x in np.asarray(b).reshape(-1)])
-        step = int(a) if b is None else {"action": int(a), "belief": np.asarray(b, dtype=np.float64)}
+        beliefs.append(
+            None if b is None else [round(float(x), 4) for x in np.asarray(b).reshape(-1)]
+        )
+        step = (
+            int(a) if b is None else {"action": int(a), "belief": np.asarray(b, dtype=np.float64)}
+        )
         obs, _, terminated, _, info = env.step(step)
         observations.append(_obs(obs))
     grade = env.unwrapped.grade().to_dict()
@@ -111,7 +146,10 @@ def _worker(job: tuple[list[int], str, str, str]) -> list[str]:
     policy = _policy(teacher)
     env = RhythmEnv(condition=condition)
     profile = resolve_profile(profile_text)
-    return [json.dumps(play_episode(policy, env, s, teacher, condition, profile), separators=(",", ":")) for s in seeds]
+    return [
+        json.dumps(play_episode(policy, env, s, teacher, condition, profile), separators=(",", ":"))
+        for s in seeds
+    ]
 
 
 def main(args: Args, progress: Progress = no_progress) -> Path:
@@ -120,7 +158,10 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     path = out / "rollouts.jsonl"
     seeds = list(range(args.seed_start, args.seed_start + args.episodes))
     chunk = max(1, min(50, len(seeds) // max(1, args.workers * 4) or 1))
-    jobs = [(seeds[i : i + chunk], args.teacher, args.condition, args.profile) for i in range(0, len(seeds), chunk)]
+    jobs = [
+        (seeds[i : i + chunk], args.teacher, args.condition, args.profile)
+        for i in range(0, len(seeds), chunk)
+    ]
     t0 = time.time()
     done = 0
     scores, maes = [], []
@@ -152,7 +193,9 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         "format": FORMAT,
     }
     finish_output(out, summary, [path])
-    log(f"rollouts: {done} episodes in {summary['seconds']} s, teacher final_score {summary['teacher_final_score']:.3f}")
+    log(
+        f"rollouts: {done} episodes in {summary['seconds']} s, teacher final_score {summary['teacher_final_score']:.3f}"
+    )
     return path
 
 
@@ -162,7 +205,9 @@ def read_rollouts(path: str | Path):
         for i, line in enumerate(f):
             rec = json.loads(line)
             if rec.get("format") != FORMAT:
-                raise ValueError(f"{path}:{i + 1}: expected format {FORMAT}, got {rec.get('format')!r}")
+                raise ValueError(
+                    f"{path}:{i + 1}: expected format {FORMAT}, got {rec.get('format')!r}"
+                )
             yield rec
 
 

@@ -26,7 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from training.common import Progress, finish_output, git_commit, help_field, log, no_progress, parse_args, prepare_output, seed_everything
+from training.common import (
+    Progress,
+    finish_output,
+    git_commit,
+    help_field,
+    log,
+    no_progress,
+    parse_args,
+    prepare_output,
+    quiet_libraries,
+    seed_everything,
+)
 
 CHECKPOINT_FORMAT = "rhythm-student/1"
 
@@ -35,7 +46,9 @@ CHECKPOINT_FORMAT = "rhythm-student/1"
 class Args:
     """Student SFT from scratch."""
 
-    data: str = help_field("runs/manual/dataset", "dataset folder of stage 2 (train.npz, val.npz, tokenizer.json)")
+    data: str = help_field(
+        "runs/manual/dataset", "dataset folder of stage 2 (train.npz, val.npz, tokenizer.json)"
+    )
     out: str = help_field("runs/manual/sft", "output folder")
     layers: int = help_field(4, "transformer layers")
     hidden: int = help_field(256, "hidden width (a multiple of 256 for K-quants, 32 for Q8_0/Q4_0)")
@@ -133,11 +146,16 @@ def evaluate_split(model, split, batch_size: int, bf16: bool) -> dict[str, float
             first_ok += int((pred[fsel] == targets[fsel]).sum())
             first_n += int(fsel.sum())
     model.train()
-    return {"val_loss": tot / max(n, 1), "val_token_acc": all_ok / max(n, 1),
-            "val_action_acc": first_ok / max(first_n, 1)}
+    return {
+        "val_loss": tot / max(n, 1),
+        "val_token_acc": all_ok / max(n, 1),
+        "val_action_acc": first_ok / max(first_n, 1),
+    }
 
 
-def save_checkpoint(model, out: Path, args: Args, data: str | Path, metrics: dict[str, Any]) -> Path:
+def save_checkpoint(
+    model, out: Path, args: Args, data: str | Path, metrics: dict[str, Any]
+) -> Path:
     """``out/checkpoint``: weights, config, tokenizer and a self-description."""
     import shutil
 
@@ -151,9 +169,19 @@ def save_checkpoint(model, out: Path, args: Args, data: str | Path, metrics: dic
         "format": CHECKPOINT_FORMAT,
         "architecture": "LlamaForCausalLM",
         "parameters": n_params,
-        "config": {k: getattr(model.config, k) for k in (
-            "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-            "num_attention_heads", "num_key_value_heads", "max_position_embeddings", "tie_word_embeddings")},
+        "config": {
+            k: getattr(model.config, k)
+            for k in (
+                "vocab_size",
+                "hidden_size",
+                "intermediate_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "num_key_value_heads",
+                "max_position_embeddings",
+                "tie_word_embeddings",
+            )
+        },
         "prompt_format": "agent.prompting.render_compact (rhythm v1); answer ACTION b=S,M,W under OUTPUT_GBNF",
         "bos": "<|endoftext|> first (add_bos)",
         "data": str(data),
@@ -177,7 +205,11 @@ def plot_loss(rows: list[dict[str, Any]], path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     steps = [r["step"] for r in rows if r.get("train_loss") is not None]
-    ax.plot(steps, [r["train_loss"] for r in rows if r.get("train_loss") is not None], label="train (answer tokens)")
+    ax.plot(
+        steps,
+        [r["train_loss"] for r in rows if r.get("train_loss") is not None],
+        label="train (answer tokens)",
+    )
     ev = [r for r in rows if r.get("val_loss") is not None]
     if ev:
         ax.plot([r["step"] for r in ev], [r["val_loss"] for r in ev], "o-", label="val")
@@ -195,9 +227,12 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     import torch
 
     seed_everything(args.seed)
+    quiet_libraries()
     torch.set_num_threads(args.threads)
     data = Path(args.data)
-    out = prepare_output(args.out, "sft", args, [data / "train.npz", data / "val.npz", data / "tokenizer.json"])
+    out = prepare_output(
+        args.out, "sft", args, [data / "train.npz", data / "val.npz", data / "tokenizer.json"]
+    )
     train, val = load_split(data, "train"), load_split(data, "val")
     from training.dataset import EOS, load_tokenizer
 
@@ -210,20 +245,33 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     else:
         model = build_model(args, tok.get_vocab_size(), eos)
     n_params = sum(p.numel() for p in model.parameters())
-    log(f"sft: {n_params / 1e6:.2f}M parameters, {len(train['ids'])} train episodes, budget {args.minutes} min / {args.steps} steps")
+    log(
+        f"sft: {n_params / 1e6:.2f}M parameters, {len(train['ids'])} train episodes, budget {args.minutes} min / {args.steps} steps"
+    )
     model.train()
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
     opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr, betas=(0.9, 0.95), eps=1e-8,
+        [
+            {"params": decay, "weight_decay": args.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=args.lr,
+        betas=(0.9, 0.95),
+        eps=1e-8,
     )
 
     def lr_at(step: int) -> float:
+        """Warm-up, then cosine to min_lr_ratio at the step limit or the time budget,
+        whichever comes first (the budget usually ends a CPU run)."""
         if step < args.warmup:
             return args.lr * (step + 1) / args.warmup
-        frac = min(1.0, (step - args.warmup) / max(1, args.steps - args.warmup))
-        return args.lr * (args.min_lr_ratio + (1 - args.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac)))
+        by_steps = (step - args.warmup) / max(1, args.steps - args.warmup)
+        by_time = (time.time() - t0) / max(1e-9, args.minutes * 60)
+        frac = min(1.0, max(by_steps, by_time))
+        return args.lr * (
+            args.min_lr_ratio + (1 - args.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac))
+        )
 
     rng = np.random.default_rng(args.seed)
     order = rng.permutation(len(train["ids"]))
@@ -249,29 +297,55 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         tokens += int(train["lengths"][idx].sum())
-        lv = float(loss)
+        lv = loss.item()
         smooth = lv if smooth is None else 0.95 * smooth + 0.05 * lv
         elapsed = time.time() - t0
-        row: dict[str, Any] = {"step": step, "seconds": round(elapsed, 1), "tokens": tokens,
-                               "lr": lr_at(step - 1), "train_loss": lv}
+        row: dict[str, Any] = {
+            "step": step,
+            "seconds": round(elapsed, 1),
+            "tokens": tokens,
+            "lr": opt.param_groups[0]["lr"],
+            "train_loss": lv,
+        }
         last = step == args.steps or elapsed > args.minutes * 60
         if val is not None and (step % args.eval_every == 0 or last):
             row.update(evaluate_split(model, val, args.batch_size, args.bf16))
-            metrics = {"step": step, "tokens": tokens, "seconds": round(elapsed, 1),
-                       "tokens_per_second": round(tokens / max(elapsed, 1e-9)), "train_loss_smoothed": smooth,
-                       **{k: row[k] for k in ("val_loss", "val_token_acc", "val_action_acc")}}
+            metrics = {
+                "step": step,
+                "tokens": tokens,
+                "seconds": round(elapsed, 1),
+                "tokens_per_second": round(tokens / max(elapsed, 1e-9)),
+                "train_loss_smoothed": smooth,
+                **{k: row[k] for k in ("val_loss", "val_token_acc", "val_action_acc")},
+            }
             save_checkpoint(model, out, args, data, metrics)
-            log(f"sft step {step}: train {smooth:.4f} val {row['val_loss']:.4f} action acc {row['val_action_acc']:.3f} "
-                f"({tokens / elapsed:.0f} tok/s, {elapsed / 60:.1f} min)")
+            log(
+                f"sft step {step}: train {smooth:.4f} val {row['val_loss']:.4f} action acc {row['val_action_acc']:.3f} "
+                f"({tokens / elapsed:.0f} tok/s, {elapsed / 60:.1f} min)"
+            )
         rows.append(row)
         progress("sft", step, args.steps)
         if last:
             break
     if val is None or not metrics:
         elapsed = time.time() - t0
-        metrics = {"step": step, "tokens": tokens, "seconds": round(elapsed, 1), "train_loss_smoothed": smooth}
+        metrics = {
+            "step": step,
+            "tokens": tokens,
+            "seconds": round(elapsed, 1),
+            "train_loss_smoothed": smooth,
+        }
         save_checkpoint(model, out, args, data, metrics)
-    keys = ["step", "seconds", "tokens", "lr", "train_loss", "val_loss", "val_token_acc", "val_action_acc"]
+    keys = [
+        "step",
+        "seconds",
+        "tokens",
+        "lr",
+        "train_loss",
+        "val_loss",
+        "val_token_acc",
+        "val_action_acc",
+    ]
     with (out / "loss.csv").open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
@@ -279,7 +353,9 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
             w.writerow({k: r.get(k) for k in keys})
     plot_loss(rows, out / "loss.png")
     ck = out / "checkpoint"
-    finish_output(out, {"parameters": n_params, **metrics}, [ck / "model.safetensors", out / "loss.csv"])
+    finish_output(
+        out, {"parameters": n_params, **metrics}, [ck / "model.safetensors", out / "loss.csv"]
+    )
     return ck
 
 

@@ -63,7 +63,10 @@ def test_linear_design_reproduces_the_dynamics_exactly():
         m = rng.uniform(0.0, 1.0, 5)
         slot, action, event = int(rng.integers(4)), int(rng.integers(10)), int(rng.integers(7))
         f0, j = linear_design(m, slot, action, event)
-        thr = spec.SPIRAL_THRESHOLD_BASE - spec.SPIRAL_THRESHOLD_TOLERANCE * p[spec.COL["stress_tolerance"]]
+        thr = (
+            spec.SPIRAL_THRESHOLD_BASE
+            - spec.SPIRAL_THRESHOLD_TOLERANCE * p[spec.COL["stress_tolerance"]]
+        )
         spiral = SPIRAL if m[spec.S] < thr else 0.0
         want = expected_delta(m, slot, action, Profile.from_array(p), event)
         np.testing.assert_allclose(f0 + j @ p[THETA_COLS] + spiral, want, atol=1e-12)

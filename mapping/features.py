@@ -1,0 +1,527 @@
+"""Per-(day, slot) signals from the stored tables.
+
+Two halves, kept apart on purpose:
+
+- ``load_bundle(db, start, end, tz)`` is the only I/O: parameterised SQL over ``samples``,
+  ``sleep_sessions``, ``workouts`` and ``events`` into a ``DataBundle`` of plain Python rows
+  with *local* wall-clock times (each row's own UTC offset; events by their IANA zone; rows
+  without either use ``tz``). Heavy per-sample tables are aggregated in DuckDB, per slot.
+- ``slot_signals(bundle, day, slot, event_labels, model)`` is pure: the signals of one slot,
+  named as in rules.toml. A signal whose source is absent is *missing* (left out of the
+  dict), never 0 and never guessed.
+
+When a zero is real: counts and minutes of a source that is present for the day (steps when
+the day has any steps; calendar minutes when the calendar covers the day, i.e. has an event
+within ``calendar_coverage_days``; workout minutes when a wearable recorded anything that
+day; mindful minutes once the person has logged mindfulness in the last 28 days).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone, tzinfo
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from mapping.actions import SlotEvidence
+from mapping.rules import Model
+from storage.db import Database
+
+EPOCH = datetime(1970, 1, 1)
+WORK_ACTIONS = frozenset({"DEEP_WORK", "ADMIN_WORK", "LEARN"})
+SOCIAL_ACTIONS = frozenset({"SOCIALIZE", "FAMILY_TIME"})
+SLOT_HOURS = ((6, 12), (12, 18), (18, 23), (23, 30))
+DAY_METRICS = ("hrv_rmssd", "hrv_sdnn", "resting_heart_rate", "recovery")
+SLOT_SUM_METRICS = ("steps",)
+SLOT_MEAN_METRICS = ("stress", "body_battery")
+INTERVAL_METRICS = ("mindful",)
+
+
+def slot_bounds(day: date, slot: int) -> tuple[datetime, datetime]:
+    """Naive local start and end of a slot (the night runs to 06:00 the next day)."""
+    base = datetime(day.year, day.month, day.day)
+    a, b = SLOT_HOURS[slot]
+    return base + timedelta(hours=a), base + timedelta(hours=b)
+
+
+def overlap_min(s1: datetime, e1: datetime, s2: datetime, e2: datetime) -> float:
+    s, e = max(s1, s2), min(e1, e2)
+    return max(0.0, (e - s).total_seconds() / 60.0)
+
+
+def union_min(intervals: list[tuple[datetime, datetime]], lo: datetime, hi: datetime) -> float:
+    """Minutes of [lo, hi) covered by the union of intervals (overlaps counted once)."""
+    clipped = sorted((max(s, lo), min(e, hi)) for s, e in intervals if e > lo and s < hi)
+    total, cur_s, cur_e = 0.0, None, None
+    for s, e in clipped:
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += (cur_e - cur_s).total_seconds()
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += (cur_e - cur_s).total_seconds()
+    return total / 60.0
+
+
+# --- rows -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SleepRow:
+    source: str
+    start: datetime  # local, naive
+    end: datetime
+    local_day: date  # wake-up day
+    sleep_min: float | None
+    in_bed_min: float | None
+    deep_min: float | None
+    rem_min: float | None
+    efficiency_pct: float | None
+    is_nap: bool
+    hrv_rmssd_ms: float | None
+    resting_hr_bpm: float | None
+
+
+@dataclass(frozen=True)
+class WorkoutRow:
+    start: datetime
+    end: datetime
+    local_day: date
+    sport: str
+    duration_min: float | None
+
+
+@dataclass(frozen=True)
+class EventRow:
+    key: tuple[str, str, str]  # (source, calendar_id, event_id)
+    start: datetime  # local, naive
+    end: datetime
+    local_day: date
+    all_day: bool
+    title: str | None
+    description: str | None
+    attendees: int | None
+    event_type: str | None
+    active: bool  # not cancelled, not declined
+
+    @property
+    def minutes(self) -> float:
+        return max(0.0, (self.end - self.start).total_seconds() / 60.0)
+
+
+@dataclass
+class DataBundle:
+    """Everything the signals need for a range of days, with local times."""
+
+    sleeps: list[SleepRow] = field(default_factory=list)
+    workouts: list[WorkoutRow] = field(default_factory=list)
+    events: list[EventRow] = field(default_factory=list)
+    mindful: list[tuple[datetime, datetime]] = field(default_factory=list)
+    slot_values: dict[tuple[date, int, str], float] = field(default_factory=dict)
+    day_values: dict[tuple[date, str], float] = field(default_factory=dict)
+    steps_days: set[date] = field(default_factory=set)
+    wearable_days: set[date] = field(default_factory=set)
+    event_days: set[date] = field(default_factory=set)
+    mindful_days: set[date] = field(default_factory=set)
+    has_rmssd: bool = False
+
+    def __post_init__(self) -> None:
+        self.index()
+
+    def index(self) -> None:
+        """(Re)build the per-day lookups after the row lists change."""
+        self._events_by_day: dict[date, list[EventRow]] = defaultdict(list)
+        for ev in self.events:
+            if ev.active and not ev.all_day:
+                self._events_by_day[ev.start.date()].append(ev)
+        self._sleep_by_wake: dict[date, list[SleepRow]] = defaultdict(list)
+        for s in self.sleeps:
+            self._sleep_by_wake[s.local_day].append(s)
+        self._mindful_by_day: dict[date, float] = defaultdict(float)
+        for s, e in self.mindful:
+            self._mindful_by_day[s.date()] += (e - s).total_seconds() / 60.0
+        self.has_rmssd = self.has_rmssd or any(k[1] == "hrv_rmssd" for k in self.day_values) or any(
+            s.hrv_rmssd_ms is not None for s in self.sleeps
+        )
+
+    def events_between(self, lo: datetime, hi: datetime) -> list[EventRow]:
+        """Active timed events overlapping [lo, hi)."""
+        out = []
+        d = lo.date() - timedelta(days=1)
+        while d <= hi.date():
+            out.extend(e for e in self._events_by_day.get(d, ()) if e.end > lo and e.start < hi)
+            d += timedelta(days=1)
+        return out
+
+    def events_starting(self, lo: datetime, hi: datetime) -> list[EventRow]:
+        out = []
+        d = lo.date()
+        while d <= hi.date():
+            out.extend(e for e in self._events_by_day.get(d, ()) if lo <= e.start < hi)
+            d += timedelta(days=1)
+        return out
+
+    def main_sleep(self, day: date) -> list[SleepRow]:
+        """The main (not nap) sleep of the source with most sleep that woke up on ``day``."""
+        by_src: dict[str, list[SleepRow]] = defaultdict(list)
+        for s in self._sleep_by_wake.get(day, ()):
+            if not s.is_nap:
+                by_src[s.source].append(s)
+        if not by_src:
+            return []
+
+        def total(rows: list[SleepRow]) -> float:
+            return sum((r.sleep_min if r.sleep_min is not None else _dur(r)) for r in rows)
+
+        return max(by_src.values(), key=lambda rows: (total(rows), rows[0].source))
+
+    def days_with_data(self) -> set[date]:
+        return self.wearable_days | self.event_days
+
+    def mindful_min_on(self, day: date) -> float:
+        return self._mindful_by_day.get(day, 0.0)
+
+
+def _dur(r: SleepRow | WorkoutRow) -> float:
+    return max(0.0, (r.end - r.start).total_seconds() / 60.0)
+
+
+# --- loading (the only I/O) -----------------------------------------------------------------
+
+
+def _offset_of(tz: tzinfo, at: datetime) -> int:
+    off = tz.utcoffset(at)
+    return int(off.total_seconds() // 60) if off is not None else 0
+
+
+def default_offset_min(db: Database) -> int | None:
+    """The UTC offset (minutes) most of the person's records were taken at, if any."""
+    row = db.con.execute(
+        "SELECT tz_offset_min, count(*) AS n FROM ("
+        " SELECT tz_offset_min FROM sleep_sessions WHERE tz_offset_min IS NOT NULL"
+        " UNION ALL SELECT tz_offset_min FROM workouts WHERE tz_offset_min IS NOT NULL"
+        " UNION ALL SELECT tz_offset_min FROM (SELECT tz_offset_min FROM samples"
+        "   WHERE tz_offset_min IS NOT NULL LIMIT 100000)"
+        ") GROUP BY 1 ORDER BY n DESC, 1 LIMIT 1"
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def resolve_tz(db: Database, tz: str | tzinfo | None) -> tzinfo:
+    """The zone for rows without their own: the argument, else the person's usual offset, else UTC."""
+    if isinstance(tz, tzinfo):
+        return tz
+    if isinstance(tz, str) and tz:
+        try:
+            return ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            pass
+    off = default_offset_min(db)
+    return timezone(timedelta(minutes=off)) if off is not None else timezone.utc
+
+
+def _local(epoch_s: float, offset_min: int) -> datetime:
+    return EPOCH + timedelta(seconds=float(epoch_s), minutes=offset_min)
+
+
+def data_span(db: Database) -> tuple[date, date] | None:
+    """First and last local day with any stored record (events included)."""
+    row = db.con.execute(
+        "SELECT min(d), max(d) FROM ("
+        " SELECT min(local_day) AS d FROM samples UNION ALL SELECT max(local_day) FROM samples"
+        " UNION ALL SELECT min(local_day) FROM sleep_sessions UNION ALL SELECT max(local_day) FROM sleep_sessions"
+        " UNION ALL SELECT min(local_day) FROM workouts UNION ALL SELECT max(local_day) FROM workouts"
+        " UNION ALL SELECT min(local_day) FROM events WHERE status <> 'cancelled'"
+        " UNION ALL SELECT max(local_day) FROM events WHERE status <> 'cancelled')"
+    ).fetchone()
+    if row is None or row[0] is None:
+        return None
+    return row[0], row[1]
+
+
+def load_bundle(db: Database, start: date, end: date, tz: tzinfo, model: Model) -> DataBundle:
+    """Rows of [start - baseline - 7 days, end + 1 day] with local times; see the module docstring."""
+    lo = start - timedelta(days=model.baseline_days + model.calendar_coverage_days + 8)
+    hi = end + timedelta(days=model.calendar_coverage_days + 2)
+    default_off = _offset_of(tz, datetime(start.year, start.month, start.day))
+    b = DataBundle()
+
+    # Per-slot aggregates of the sample metrics, in DuckDB (samples can be millions of rows).
+    metrics = SLOT_SUM_METRICS + SLOT_MEAN_METRICS
+    rows = db.con.execute(
+        f"""
+        WITH s AS (
+            SELECT metric, source, source_name, value,
+                (start_ts AT TIME ZONE 'UTC') + to_minutes(CAST(coalesce(tz_offset_min, ?) AS INTEGER)) AS lt
+            FROM samples
+            WHERE metric IN ({", ".join("?" for _ in metrics)}) AND value IS NOT NULL
+              AND local_day BETWEEN ? AND ?
+        ), slotted AS (
+            SELECT metric, source, source_name, value,
+                CASE WHEN hour(lt) < 6 THEN CAST(lt AS DATE) - 1 ELSE CAST(lt AS DATE) END AS day,
+                CASE WHEN hour(lt) < 6 THEN 3 WHEN hour(lt) < 12 THEN 0
+                     WHEN hour(lt) < 18 THEN 1 WHEN hour(lt) < 23 THEN 2 ELSE 3 END AS slot
+            FROM s
+        ), per_source AS (
+            SELECT metric, day, slot, source, source_name, sum(value) AS total, avg(value) AS mean
+            FROM slotted GROUP BY ALL
+        )
+        SELECT metric, day, slot, max(total) AS total, avg(mean) AS mean FROM per_source GROUP BY ALL
+        """,
+        [default_off, *metrics, lo, hi],
+    ).fetchall()
+    for metric, day, slot, total, mean in rows:
+        val = total if metric in SLOT_SUM_METRICS else mean
+        b.slot_values[(day, int(slot), metric)] = float(val)
+        if metric == "steps":
+            b.steps_days.add(day)
+
+    rows = db.con.execute(
+        f"SELECT local_day, metric, avg(value) FROM samples WHERE metric IN "
+        f"({', '.join('?' for _ in DAY_METRICS)}) AND value IS NOT NULL AND local_day BETWEEN ? AND ? "
+        "GROUP BY ALL",
+        [*DAY_METRICS, lo, hi],
+    ).fetchall()
+    for day, metric, val in rows:
+        b.day_values[(day, metric)] = float(val)
+
+    rows = db.con.execute(
+        "SELECT DISTINCT local_day FROM samples WHERE source <> 'calendar' AND local_day BETWEEN ? AND ?",
+        [lo, hi],
+    ).fetchall()
+    b.wearable_days.update(r[0] for r in rows)
+
+    rows = db.con.execute(
+        "SELECT epoch(start_ts), epoch(end_ts), coalesce(tz_offset_min, ?), local_day FROM samples "
+        "WHERE metric IN ('mindful') AND local_day BETWEEN ? AND ? ORDER BY start_ts",
+        [default_off, lo, hi],
+    ).fetchall()
+    for s, e, off, day in rows:
+        b.mindful.append((_local(s, off), _local(e, off)))
+        b.mindful_days.add(day)
+
+    rows = db.con.execute(
+        "SELECT source, epoch(start_ts), epoch(end_ts), coalesce(tz_offset_min, ?), local_day, sleep_min, "
+        "in_bed_min, deep_min, rem_min, efficiency_pct, is_nap, hrv_rmssd_ms, resting_hr_bpm "
+        "FROM sleep_sessions WHERE local_day BETWEEN ? AND ? ORDER BY start_ts",
+        [default_off, lo, hi],
+    ).fetchall()
+    for src, s, e, off, day, *vals in rows:
+        sleep_min, in_bed, deep, rem, eff, nap, hrv, rhr = vals
+        b.sleeps.append(
+            SleepRow(src, _local(s, off), _local(e, off), day, sleep_min, in_bed, deep, rem, eff,
+                     bool(nap), hrv, rhr)
+        )
+        b.wearable_days.add(day)
+
+    rows = db.con.execute(
+        "SELECT epoch(start_ts), epoch(end_ts), coalesce(tz_offset_min, ?), local_day, sport, duration_min "
+        "FROM workouts WHERE local_day BETWEEN ? AND ? ORDER BY start_ts",
+        [default_off, lo, hi],
+    ).fetchall()
+    for s, e, off, day, sport, dur in rows:
+        b.workouts.append(WorkoutRow(_local(s, off), _local(e, off), day, sport or "", dur))
+        b.wearable_days.add(day)
+
+    rows = db.con.execute(
+        "SELECT source, calendar_id, event_id, epoch(start_ts), epoch(end_ts), local_day, all_day, "
+        "title, description, attendees_count, event_type, timezone, status, self_response "
+        "FROM events WHERE local_day BETWEEN ? AND ? ORDER BY start_ts, event_id",
+        [lo, hi],
+    ).fetchall()
+    zones: dict[str, tzinfo] = {}
+    for src, cal, eid, s, e, day, all_day, title, desc, att, etype, zone, status, resp in rows:
+        ev_tz = tz
+        if zone:
+            if zone not in zones:
+                try:
+                    zones[zone] = ZoneInfo(zone)
+                except (ZoneInfoNotFoundError, ValueError):
+                    zones[zone] = tz
+            ev_tz = zones[zone]
+        utc_s = EPOCH + timedelta(seconds=float(s))
+        off = _offset_of(ev_tz, utc_s)
+        active = (status or "confirmed") != "cancelled" and (resp or "") != "declined"
+        b.events.append(
+            EventRow((src, cal, eid), _local(s, off), _local(e, off), day, bool(all_day), title, desc,
+                     att, etype, active)
+        )
+        if active:
+            b.event_days.add(day)
+    b.index()
+    return b
+
+
+# --- signals (pure) -------------------------------------------------------------------------
+
+
+def _calendar_covered(b: DataBundle, day: date, model: Model) -> bool:
+    k = model.calendar_coverage_days
+    return any((day + timedelta(days=i)) in b.event_days for i in range(-k, k + 1))
+
+
+def day_signals(b: DataBundle, day: date, model: Model) -> dict[str, float]:
+    """Day-scope signals of ``day`` (the same for its four slots)."""
+    out: dict[str, float] = {}
+    main = b.main_sleep(day)
+    if main:
+        sleep = [r.sleep_min for r in main if r.sleep_min is not None]
+        if sleep:
+            out["sleep_min"] = float(sum(sleep))
+        effs = [r.efficiency_pct for r in main if r.efficiency_pct is not None]
+        in_bed = [r.in_bed_min for r in main if r.in_bed_min]
+        if effs:
+            out["sleep_efficiency_pct"] = float(sum(effs) / len(effs))
+        elif sleep and in_bed and len(in_bed) == len(main):
+            out["sleep_efficiency_pct"] = 100.0 * sum(sleep) / sum(in_bed)
+        deep = [r.deep_min for r in main]
+        rem = [r.rem_min for r in main]
+        if sleep and sum(sleep) > 0 and all(x is not None for x in deep + rem):
+            out["deep_rem_share"] = (sum(deep) + sum(rem)) / sum(sleep)
+    rmssd = b.day_values.get((day, "hrv_rmssd"))
+    if rmssd is None:
+        vals = [r.hrv_rmssd_ms for r in main if r.hrv_rmssd_ms is not None]
+        rmssd = sum(vals) / len(vals) if vals else None
+    if rmssd is not None:
+        out["hrv_rmssd_ms"] = float(rmssd)
+    sdnn = b.day_values.get((day, "hrv_sdnn"))
+    if sdnn is not None:
+        out["hrv_sdnn_ms"] = float(sdnn)
+    rhr = b.day_values.get((day, "resting_heart_rate"))
+    if rhr is None:
+        vals = [r.resting_hr_bpm for r in main if r.resting_hr_bpm is not None]
+        rhr = sum(vals) / len(vals) if vals else None
+    if rhr is not None:
+        out["resting_hr_bpm"] = float(rhr)
+    rec = b.day_values.get((day, "recovery"))
+    if rec is not None:
+        out["recovery_pct"] = float(rec)
+
+    # HRV trend: mean daily HRV over the last 7 days (RMSSD if the person has it, else SDNN).
+    trend = []
+    for i in range(7):
+        d = day - timedelta(days=i)
+        if b.has_rmssd:
+            v = b.day_values.get((d, "hrv_rmssd"))
+            if v is None:
+                vals = [r.hrv_rmssd_ms for r in b.main_sleep(d) if r.hrv_rmssd_ms is not None]
+                v = sum(vals) / len(vals) if vals else None
+        else:
+            v = b.day_values.get((d, "hrv_sdnn"))
+        if v is not None:
+            trend.append(v)
+    if len(trend) >= 2:
+        out["hrv_7d_ms"] = float(sum(trend) / len(trend))
+
+    k = model.mindful_coverage_days
+    if any((day - timedelta(days=i)) in b.mindful_days for i in range(k + 1)):
+        out["mindful_7d_min"] = float(sum(b.mindful_min_on(day - timedelta(days=i)) for i in range(7)))
+    return out
+
+
+def _blocks(events: list[EventRow], gap_min: float) -> list[tuple[datetime, datetime]]:
+    """Merge events separated by less than ``gap_min`` into blocks without a break."""
+    out: list[list[datetime]] = []
+    for ev in sorted(events, key=lambda e: e.start):
+        if out and (ev.start - out[-1][1]).total_seconds() / 60.0 < gap_min:
+            out[-1][1] = max(out[-1][1], ev.end)
+        else:
+            out.append([ev.start, ev.end])
+    return [(s, e) for s, e in out]
+
+
+def slot_signals(
+    b: DataBundle,
+    day: date,
+    slot: int,
+    labels: Mapping[tuple[str, str, str], str | None],
+    model: Model,
+    day_level: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """All signals of one (day, slot). ``labels`` maps event keys to their action (or None)."""
+    out: dict[str, float] = dict(day_level if day_level is not None else day_signals(b, day, model))
+    lo, hi = slot_bounds(day, slot)
+    day_start = slot_bounds(day, 0)[0]
+
+    if day in b.steps_days:
+        out["steps"] = b.slot_values.get((day, slot, "steps"), 0.0)
+    for metric in SLOT_MEAN_METRICS:
+        v = b.slot_values.get((day, slot, metric))
+        if v is not None:
+            out[metric] = v
+    if day in b.wearable_days:
+        out["exercise_min"] = union_min([(w.start, w.end) for w in b.workouts], lo, hi)
+
+    if _calendar_covered(b, day, model):
+        evs = b.events_between(lo, hi)
+
+        def mins(pred) -> float:
+            return union_min([(e.start, e.end) for e in evs if pred(e)], lo, hi)
+
+        def is_meeting(e: EventRow) -> bool:
+            return (e.attendees or 0) >= 2 or labels.get(e.key) == "ADMIN_WORK"
+
+        def is_work(e: EventRow) -> bool:
+            return labels.get(e.key) in WORK_ACTIONS
+
+        out["busy_min"] = mins(lambda e: True)
+        out["meeting_min"] = mins(is_meeting)
+        out["focus_min"] = mins(is_work)
+        out["social_min"] = mins(lambda e: labels.get(e.key) in SOCIAL_ACTIONS)
+        today_evs = b.events_between(day_start, hi)
+        out["meetings_so_far_min"] = union_min(
+            [(e.start, e.end) for e in today_evs if is_meeting(e)], day_start, hi
+        )
+        out["work_so_far_min"] = union_min(
+            [(e.start, e.end) for e in today_evs if is_work(e)], day_start, hi
+        )
+        around = b.events_between(lo - timedelta(hours=12), hi + timedelta(hours=12))
+        blocks = [(s, e) for s, e in _blocks(around, model.break_gap_min) if e > lo and s < hi]
+        out["longest_block_min"] = max(((e - s).total_seconds() / 60.0 for s, e in blocks), default=0.0)
+        week = b.events_starting(hi - timedelta(days=7), hi)
+        out["work_blocks_7d"] = float(
+            sum(1 for e in week if is_work(e) and e.minutes >= model.work_block_min and e.end <= hi)
+        )
+        out["social_events_7d"] = float(sum(1 for e in week if labels.get(e.key) in SOCIAL_ACTIONS))
+        out["people_events_7d"] = float(
+            sum(1 for e in week if (e.attendees or 0) >= 2 and not is_work(e))
+        )
+    return out
+
+
+def slot_evidence(
+    b: DataBundle,
+    day: date,
+    slot: int,
+    labels: Mapping[tuple[str, str, str], str | None],
+    confidences: Mapping[tuple[str, str, str], float],
+) -> SlotEvidence:
+    """Minutes of sleep, workouts, mindfulness and classified events inside one slot."""
+    lo, hi = slot_bounds(day, slot)
+    ev = SlotEvidence()
+    ev.sleep_min = union_min([(s.start, s.end) for s in b.sleeps], lo, hi)
+    inside = [w for w in b.workouts if w.end > lo and w.start < hi]
+    ev.workout_min = union_min([(w.start, w.end) for w in inside], lo, hi)
+    ev.workout_sports = [w.sport for w in inside]
+    ev.mindful_min = union_min(b.mindful, lo, hi)
+    for e in b.events_between(lo, hi):
+        action = labels.get(e.key)
+        if action is None:
+            continue
+        ev.add_event(action, overlap_min(e.start, e.end, lo, hi), confidences.get(e.key, 0.0))
+    return ev
+
+
+def describe_bundle(b: DataBundle) -> dict[str, Any]:
+    return {
+        "sleep_sessions": len(b.sleeps),
+        "workouts": len(b.workouts),
+        "events": len(b.events),
+        "mindful_sessions": len(b.mindful),
+        "wearable_days": len(b.wearable_days),
+        "calendar_days": len(b.event_days),
+    }

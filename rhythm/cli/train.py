@@ -1,0 +1,186 @@
+"""`rhythm train`: the student's distillation pipeline (thin: parse, call training/, render).
+
+Each stage is a subcommand with its script's settings as ``--set name=value`` (see
+``python -m training.<stage> --help`` for the names); ``all --budget smoke|medium|full``
+runs every stage in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from rhythm.cli._common import console, err_console, print_json
+
+app = typer.Typer(
+    help="Train the on-device student: teacher rollouts -> dataset -> SFT -> LoRA -> GGUF -> evaluation.",
+    no_args_is_help=True,
+)
+
+SET_HELP = "Stage setting as name=value (repeatable; lists comma-separated). See `python -m training.<stage> --help`."
+
+
+@contextmanager
+def _progress() -> Iterator[Any]:
+    """A rich progress bar per stage, driven by the library's ``(stage, done, total)`` callback."""
+    columns = [
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    ]
+    with Progress(*columns, console=err_console, transient=False) as progress:
+        tasks: dict[str, Any] = {}
+
+        def update(stage: str, done: float, total: float | None) -> None:
+            if stage not in tasks:
+                tasks[stage] = progress.add_task(stage, total=total)
+            progress.update(tasks[stage], completed=done, total=total)
+
+        yield update
+
+
+def _overrides(sets: list[str], **fixed: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in sets:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"expected name=value, got {item!r}", param_hint="--set")
+        out[name.strip()] = value
+    out.update({k: v for k, v in fixed.items() if v is not None})
+    return out
+
+
+def _run(module: str, sets: list[str], json_out: bool, **fixed: Any) -> Any:
+    import importlib
+
+    from training.common import args_from
+
+    mod = importlib.import_module(f"training.{module}")
+    try:
+        args = args_from(mod.Args, _overrides(sets, **fixed))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--set") from None
+    with _progress() as update:
+        result = mod.main(args, update)
+    if json_out:
+        print_json(result if isinstance(result, dict) else {"output": str(result)})
+    else:
+        console.print(f"{module}: {result if not isinstance(result, dict) else 'done'}")
+    return result
+
+
+_SET = typer.Option([], "--set", "-s", help=SET_HELP)
+_JSON = typer.Option(False, "--json", help="Print the stage's result as JSON.")
+
+
+@app.command("rollouts")
+def rollouts_cmd(
+    out: str = typer.Option(None, "--out", help="Output folder."),
+    episodes: int = typer.Option(None, "--episodes", min=1, help="Teacher weeks to play."),
+    teacher: str = typer.Option(
+        None, "--teacher", help="Registered policy playing (default bayes)."
+    ),
+    sets: list[str] = _SET,
+    json_out: bool = _JSON,
+) -> None:
+    """Stage 1: teacher rollouts as versioned JSONL."""
+    _run("rollouts", sets, json_out, out=out, episodes=episodes, teacher=teacher)
+
+
+@app.command("dataset")
+def dataset_cmd(
+    rollouts: list[str] = typer.Option(None, "--rollouts", help="Rollout JSONL file(s)."),
+    out: str = typer.Option(None, "--out", help="Output folder."),
+    sets: list[str] = _SET,
+    json_out: bool = _JSON,
+) -> None:
+    """Stage 2: compact-text dataset with answer masks, and the tokenizer."""
+    _run("dataset", sets, json_out, out=out, rollouts=rollouts or None)
+
+
+@app.command("sft")
+def sft_cmd(
+    data: str = typer.Option(None, "--data", help="Dataset folder."),
+    out: str = typer.Option(None, "--out", help="Output folder."),
+    minutes: float = typer.Option(None, "--minutes", help="Wall-clock budget."),
+    sets: list[str] = _SET,
+    json_out: bool = _JSON,
+) -> None:
+    """Stage 3: train the student from scratch."""
+    _run("sft", sets, json_out, data=data, out=out, minutes=minutes)
+
+
+@app.command("refine")
+def refine_cmd(
+    checkpoint: str = typer.Option(None, "--checkpoint", help="Base student checkpoint."),
+    data: str = typer.Option(None, "--data", help="One person's dataset."),
+    out: str = typer.Option(None, "--out", help="Output folder."),
+    sets: list[str] = _SET,
+    json_out: bool = _JSON,
+) -> None:
+    """Stage 4: a per-person LoRA adapter (peft)."""
+    _run("refine", sets, json_out, checkpoint=checkpoint, data=data, out=out)
+
+
+@app.command("export")
+def export_cmd(
+    checkpoint: str = typer.Option(None, "--checkpoint", help="Student checkpoint."),
+    data: str = typer.Option(None, "--data", help="Dataset folder (parity prompts)."),
+    out: str = typer.Option(None, "--out", help="Output folder."),
+    sets: list[str] = _SET,
+    json_out: bool = _JSON,
+) -> None:
+    """Stage 5: GGUF, quantization and the PyTorch/llama.cpp parity check."""
+    _run("export", sets, json_out, checkpoint=checkpoint, data=data, out=out)
+
+
+@app.command("evaluate")
+def evaluate_cmd(
+    students: list[str] = typer.Option(
+        None, "--student", help="name=path (checkpoint folder or .gguf); repeatable."
+    ),
+    out: str = typer.Option(None, "--out", help="Output folder."),
+    results_md: str = typer.Option(
+        None, "--results-md", help="Markdown report path (e.g. docs/results.md)."
+    ),
+    sets: list[str] = _SET,
+    json_out: bool = _JSON,
+) -> None:
+    """Stage 6: the three-condition table, plot and markdown report."""
+    _run("evaluate", sets, json_out, students=students or None, out=out, results_md=results_md)
+
+
+@app.command("all")
+def all_cmd(
+    budget: str = typer.Option(
+        "smoke", "--budget", help="smoke (CI, ~2 min), medium or full (< 2 h)."
+    ),
+    out: str = typer.Option(None, "--out", help="Output root (default runs/<budget>)."),
+    results_md: str = typer.Option(
+        None, "--results-md", help="Markdown report path (e.g. docs/results.md)."
+    ),
+    ship: bool = typer.Option(
+        False, "--ship", help="Copy the Q8_0 student and its model card into the package."
+    ),
+    sets: list[str] = _SET,
+    json_out: bool = _JSON,
+) -> None:
+    """Every stage in order under a budget preset."""
+    from training.pipeline import BUDGETS
+
+    if budget not in BUDGETS:
+        raise typer.BadParameter(f"expected one of {', '.join(BUDGETS)}", param_hint="--budget")
+    _run(
+        "pipeline",
+        sets,
+        json_out,
+        budget=budget,
+        out=out or f"runs/{budget}",
+        results_md=results_md,
+        ship=ship or None,
+    )

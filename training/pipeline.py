@@ -1,0 +1,306 @@
+"""The whole distillation pipeline, stage after stage, under a budget preset.
+
+    python -m training.pipeline --budget smoke --out runs/smoke      # every stage, ~2 min (CI)
+    python -m training.pipeline --budget full --out runs/full --results-md docs/results.md --ship
+
+Stages (one script each, all in training/): rollouts (Bayesian teacher) -> dataset and
+tokenizer -> SFT of the student -> per-person LoRA adapter (rollouts and dataset of one
+person, refine) -> export (GGUF, quantization, parity) -> evaluation (three conditions,
+plot, markdown). Each stage writes its own folder under ``--out`` with args and manifest;
+``pipeline.json`` sums them up. ``--ship`` (not with the smoke budget) copies the Q8_0
+student and a generated model card into the package (``rhythm/models``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from training import dataset, evaluate, export, refine, rollouts, sft
+from training.common import (
+    REPO_ROOT,
+    Progress,
+    args_from,
+    git_commit,
+    help_field,
+    log,
+    no_progress,
+    parse_args,
+)
+
+#: Budget presets: overrides per stage (see each script's Args for the meaning).
+BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
+    "smoke": {
+        "rollouts": {"episodes": 6, "workers": 1},
+        "dataset": {"vocab_size": 512, "val_fraction": 0.34},
+        "sft": {
+            "layers": 2,
+            "hidden": 64,
+            "ffn": 128,
+            "heads": 2,
+            "kv_heads": 2,
+            "batch_size": 2,
+            "steps": 8,
+            "warmup": 2,
+            "eval_every": 4,
+            "minutes": 2.0,
+            "bf16": False,
+        },
+        "person_rollouts": {"episodes": 2, "workers": 1, "profile": "seed:4242"},
+        "refine": {"steps": 2, "batch_size": 1, "person": "seed:4242", "eval_episodes": 0},
+        "export": {
+            "quants": ["f16", "q8_0", "q4_0"],
+            "parity_episodes": 1,
+            "parity_steps": [0, 13, 27],
+        },
+        "evaluate": {"episodes": 1, "students": ["pytorch", "q8_0", "q4_0"]},
+    },
+    "medium": {
+        "rollouts": {"episodes": 1600, "workers": 2},
+        "dataset": {"vocab_size": 1024},
+        "sft": {"minutes": 45.0, "steps": 2000, "warmup": 60},
+        "person_rollouts": {"episodes": 12, "workers": 2, "profile": "seed:4242"},
+        "refine": {"steps": 20, "minutes": 4.0, "person": "seed:4242", "eval_episodes": 5},
+        "export": {"quants": ["f16", "q8_0", "q4_k_m"], "parity_episodes": 8},
+        "evaluate": {"episodes": 0, "students": ["pytorch", "q8_0", "q4_k_m"]},
+    },
+    "full": {
+        "rollouts": {"episodes": 3000, "workers": 2},
+        "dataset": {"vocab_size": 1024},
+        "sft": {"minutes": 55.0, "steps": 2500, "warmup": 80},
+        "person_rollouts": {"episodes": 20, "workers": 2, "profile": "seed:4242"},
+        "refine": {"steps": 30, "minutes": 5.0, "person": "seed:4242", "eval_episodes": 5},
+        "export": {"quants": ["f16", "q8_0", "q4_k_m"], "parity_episodes": 16},
+        "evaluate": {"episodes": 0, "students": ["pytorch", "q8_0", "q4_k_m"]},
+    },
+}
+STAGES = ("rollouts", "dataset", "sft", "refine", "export", "evaluate")
+
+
+@dataclass
+class Args:
+    """The whole pipeline."""
+
+    budget: str = help_field("smoke", "budget preset: smoke, medium or full")
+    out: str = help_field("runs/smoke", "output root (one folder per stage)")
+    results_md: str = help_field(
+        "", "markdown report path (e.g. docs/results.md); empty = <out>/eval/results.md"
+    )
+    skip: list[str] = help_field(
+        [], "stages to skip when their outputs exist already (e.g. rollouts)"
+    )
+    ship: bool = help_field(
+        False, "copy the Q8_0 student and its model card into rhythm/models (not for smoke)"
+    )
+    ship_dir: str = help_field(str(REPO_ROOT / "rhythm" / "models"), "where --ship writes")
+    seed: int = help_field(0, "seed for every stage")
+
+
+def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
+    if args.budget not in BUDGETS:
+        raise ValueError(f"unknown budget {args.budget!r}; expected one of {', '.join(BUDGETS)}")
+    if args.ship and args.budget == "smoke":
+        raise ValueError("a smoke-budget model is never shipped")
+    b = BUDGETS[args.budget]
+    root = Path(args.out)
+    root.mkdir(parents=True, exist_ok=True)
+    times: dict[str, float] = {}
+    t_start = time.time()
+
+    def stage(name: str, fn, a) -> Any:
+        t0 = time.time()
+        if name in args.skip:
+            log(f"pipeline: skipping {name}")
+            return None
+        log(f"pipeline: {name} ...")
+        result = fn(a, progress)
+        times[name] = round(time.time() - t0, 1)
+        return result
+
+    seed = {"seed": args.seed}
+    roll_path = root / "rollouts" / "rollouts.jsonl"
+    stage(
+        "rollouts",
+        rollouts.main,
+        args_from(rollouts.Args, {**b["rollouts"], **seed, "out": str(root / "rollouts")}),
+    )
+    data_dir = root / "dataset"
+    stage(
+        "dataset",
+        dataset.main,
+        args_from(
+            dataset.Args,
+            {**b["dataset"], **seed, "rollouts": [str(roll_path)], "out": str(data_dir)},
+        ),
+    )
+    ck = root / "sft" / "checkpoint"
+    stage(
+        "sft",
+        sft.main,
+        args_from(sft.Args, {**b["sft"], **seed, "data": str(data_dir), "out": str(root / "sft")}),
+    )
+
+    person = root / "person"
+    stage(
+        "person_rollouts",
+        rollouts.main,
+        args_from(
+            rollouts.Args,
+            {
+                **b["person_rollouts"],
+                **seed,
+                "seed_start": 3_000_000,
+                "out": str(person / "rollouts"),
+            },
+        ),
+    )
+    stage(
+        "person_dataset",
+        dataset.main,
+        args_from(
+            dataset.Args,
+            {
+                **seed,
+                "rollouts": [str(person / "rollouts" / "rollouts.jsonl")],
+                "out": str(person / "dataset"),
+                "tokenizer": str(ck / "tokenizer.json"),
+                "val_fraction": 0.25,
+            },
+        ),
+    )
+    stage(
+        "refine",
+        refine.main,
+        args_from(
+            refine.Args,
+            {
+                **b["refine"],
+                **seed,
+                "checkpoint": str(ck),
+                "data": str(person / "dataset"),
+                "out": str(person / "lora"),
+            },
+        ),
+    )
+
+    exp = root / "export"
+    parity = stage(
+        "export",
+        export.main,
+        args_from(
+            export.Args,
+            {**b["export"], **seed, "checkpoint": str(ck), "data": str(data_dir), "out": str(exp)},
+        ),
+    )
+    students = []
+    for kind in b["evaluate"]["students"]:
+        students.append(
+            f"{kind}={ck}" if kind == "pytorch" else f"{kind}={exp / f'student-{kind}.gguf'}"
+        )
+    note = _note(root, args.budget)
+    report = stage(
+        "evaluate",
+        evaluate.main,
+        args_from(
+            evaluate.Args,
+            {
+                "episodes": b["evaluate"]["episodes"],
+                **seed,
+                "students": students,
+                "out": str(root / "eval"),
+                "results_md": args.results_md,
+                "title": f"Results: Bayesian teacher and distilled students ({args.budget} budget)",
+                "note": note,
+            },
+        ),
+    )
+    summary = {
+        "budget": args.budget,
+        "git": git_commit(),
+        "seconds": round(time.time() - t_start, 1),
+        "stage_seconds": times,
+        "parity": None
+        if parity is None
+        else {
+            k: {
+                "action_agreement": v["action_agreement"],
+                "answer_agreement": v["answer_agreement"],
+                "bytes": v["bytes"],
+            }
+            for k, v in parity["files"].items()
+        },
+        "results": None
+        if report is None
+        else {n: {c: r[c]["final_score"] for c in r} for n, r in report["results"].items()},
+    }
+    (root / "pipeline.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    if args.ship:
+        ship(root, Path(args.ship_dir), args)
+    log(f"pipeline: done in {summary['seconds'] / 60:.1f} min")
+    return summary
+
+
+def _note(root: Path, budget: str) -> str:
+    try:
+        stats = json.loads((root / "dataset" / "stats.json").read_text())
+        ck = json.loads((root / "sft" / "checkpoint" / "checkpoint.json").read_text())
+    except (OSError, ValueError):
+        return f"Budget preset `{budget}`."
+    m = ck.get("metrics", {})
+    return (
+        f"Budget preset `{budget}`: {stats['episodes']} teacher episodes ({stats['train_tokens']:,} training tokens), "
+        f"student {ck['parameters'] / 1e6:.2f}M parameters ({ck['config']['num_hidden_layers']} layers x "
+        f"{ck['config']['hidden_size']}, FFN {ck['config']['intermediate_size']}), {m.get('step')} steps, "
+        f"{m.get('tokens', 0):,} tokens seen in {m.get('seconds', 0) / 60:.0f} min, val loss {m.get('val_loss', float('nan')):.3f}, "
+        f"teacher-forced action accuracy {m.get('val_action_acc', float('nan')):.3f}."
+    )
+
+
+def ship(root: Path, dest: Path, args: Args) -> Path:
+    """Copy ``student-q8_0.gguf`` into ``dest`` with a generated ``MODEL_CARD.md``."""
+    src = root / "export" / "student-q8_0.gguf"
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src, dest / "student-q8_0.gguf")
+    ck = json.loads((root / "sft" / "checkpoint" / "checkpoint.json").read_text())
+    parity = json.loads((root / "export" / "parity.json").read_text())
+    results_md = Path(args.results_md) if args.results_md else root / "eval" / "results.md"
+    table = (
+        results_md.read_text().split("\n| policy |", 1)[1].split("\n\n", 1)[0]
+        if results_md.exists()
+        else ""
+    )
+    card = [
+        "# Rhythm student (Q8_0)",
+        "",
+        "_Generated by `training/pipeline.py --ship`; do not edit by hand._",
+        "",
+        f"- Architecture: Llama, {ck['parameters'] / 1e6:.2f}M parameters, config `{json.dumps(ck['config'])}`",
+        f"- File: `student-q8_0.gguf`, {src.stat().st_size / 1e6:.2f} MB, llama.cpp (llama-cpp-python), greedy under `agent.prompting.OUTPUT_GBNF`",
+        "- Prompt: `agent.prompting.render_compact` (format `rhythm v1`), the whole week in context; answer `ACTION b=S,M,W`",
+        f"- Data: {ck['data_stats']['episodes'] if ck.get('data_stats') else '?'} weeks of the Bayesian teacher (`bayes`) on "
+        "in-distribution simulator profiles (seeds from 1,000,000; evaluation seeds are disjoint)",
+        f"- Training: from scratch, {ck['metrics'].get('step')} steps, {ck['metrics'].get('tokens', 0):,} tokens, "
+        f"val loss {ck['metrics'].get('val_loss', float('nan')):.3f}",
+        f"- Command: `rhythm train all --budget {args.budget}` (or `python -m training.pipeline --budget {args.budget}`)",
+        f"- Commit: `{ck['git'].get('commit')}`{' (dirty tree)' if ck['git'].get('dirty') else ''}",
+        f"- Parity with PyTorch (greedy answers on {parity['prompts']} held-out prompts): Q8_0 actions "
+        f"{parity['files']['q8_0']['action_agreement']:.3f}, whole answers {parity['files']['q8_0']['answer_agreement']:.3f}",
+        "",
+        "## Evaluation",
+        "",
+        "| policy |" + table,
+        "",
+        "Limits: trained on the simulator only; its beliefs are about the simulator's three "
+        "dimensions (social, morning, work).",
+        "",
+    ]
+    (dest / "MODEL_CARD.md").write_text("\n".join(card))
+    return dest / "student-q8_0.gguf"
+
+
+if __name__ == "__main__":
+    main(parse_args(Args, description=__doc__))
