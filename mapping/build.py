@@ -145,7 +145,8 @@ def compute(
                     "computed_at": now,
                 }
             )
-            action, conf, ev = slot_action(slot_evidence(bundle, d, s, labels, confs), s, rules.slot_actions)
+            sev = slot_evidence(bundle, d, s, labels, confs, rules.slot_actions.point_event_min)
+            action, conf, ev = slot_action(sev, s, rules.slot_actions)
             result.slot_actions.append(
                 {
                     "local_day": d,

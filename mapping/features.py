@@ -499,20 +499,29 @@ def slot_evidence(
     slot: int,
     labels: Mapping[tuple[str, str, str], str | None],
     confidences: Mapping[tuple[str, str, str], float],
+    point_event_min: float = 60.0,
 ) -> SlotEvidence:
-    """Minutes of sleep, workouts, mindfulness and classified events inside one slot."""
+    """Minutes of sleep, workouts, mindfulness and classified events inside one slot.
+
+    An event without a duration counts ``point_event_min`` in the slot it starts in.
+    """
     lo, hi = slot_bounds(day, slot)
     ev = SlotEvidence()
-    ev.sleep_min = union_min([(s.start, s.end) for s in b.sleeps], lo, hi)
+    near = [s for d in (day, day + timedelta(days=1)) for s in b._sleep_by_wake.get(d, ())]
+    ev.sleep_min = union_min([(s.start, s.end) for s in near], lo, hi)
     inside = [w for w in b.workouts if w.end > lo and w.start < hi]
     ev.workout_min = union_min([(w.start, w.end) for w in inside], lo, hi)
     ev.workout_sports = [w.sport for w in inside]
     ev.mindful_min = union_min(b.mindful, lo, hi)
     for e in b.events_between(lo, hi):
         action = labels.get(e.key)
-        if action is None:
+        if action is None or e.end <= e.start:
             continue
         ev.add_event(action, overlap_min(e.start, e.end, lo, hi), confidences.get(e.key, 0.0))
+    for e in b.events_starting(lo, hi):
+        action = labels.get(e.key)
+        if action is not None and e.end <= e.start:
+            ev.add_event(action, point_event_min, confidences.get(e.key, 0.0))
     return ev
 
 

@@ -60,6 +60,7 @@ class SlotActionRules:
     workout_min: float = 20.0
     mindful_min: float = 10.0
     calendar_min: float = 30.0
+    point_event_min: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,12 @@ class Rules:
     rules: tuple[Rule, ...]
     slot_actions: SlotActionRules = SlotActionRules()
 
+    def __post_init__(self) -> None:
+        by_meter = {m: tuple(r for r in self.rules if r.meter == m) for m in METERS}
+        object.__setattr__(self, "_by_meter", by_meter)
+
     def for_meter(self, meter: str) -> tuple[Rule, ...]:
-        return tuple(r for r in self.rules if r.meter == meter)
+        return self._by_meter[meter]
 
     def signals_of(self, meter: str) -> tuple[str, ...]:
         return tuple(r.signal for r in self.for_meter(meter))

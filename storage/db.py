@@ -30,6 +30,16 @@ READ_STATEMENTS = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 # Nothing leaves the machine: never let DuckDB fetch extensions on its own.
 _BASE_CONFIG = {"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"}
 
+# Writers cap DuckDB's memory and let big joins and staging spill to `<db>.tmp`, so an import
+# of any size runs in bounded memory.
+WRITER_MEMORY_LIMIT = "256MB"
+
+# Bulk tables have no PRIMARY KEY (its in-memory index grows with the table); their natural
+# key is enforced by the writer: rows are staged unindexed and merged on this key.
+BULK_KEYS: dict[str, tuple[str, ...]] = {
+    "samples": ("source", "metric", "source_name", "start_ts", "end_ts"),
+}
+
 _MIGRATION_RE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
@@ -102,15 +112,23 @@ def _is_lock_error(exc: BaseException) -> bool:
 class Database:
     """A DuckDB file opened for writing (default) or read-only analysis."""
 
-    def __init__(self, path: str | Path, *, read_only: bool = False):
+    def __init__(
+        self, path: str | Path, *, read_only: bool = False, memory_limit: str | None = None
+    ):
         self.path = Path(path)
         self.read_only = read_only
         if read_only and not self.path.exists():
             raise StorageError(f"{self.path}: no database here (run `rhythm init` first)")
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        config = dict(_BASE_CONFIG)
+        if not read_only:
+            config["memory_limit"] = memory_limit or WRITER_MEMORY_LIMIT
+            config["preserve_insertion_order"] = "false"
+        elif memory_limit:
+            config["memory_limit"] = memory_limit
         try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only, config=_BASE_CONFIG)
+            self.con = duckdb.connect(str(self.path), read_only=read_only, config=config)
         except duckdb.IOException as exc:
             if _is_lock_error(exc):
                 pid = re.search(r"PID (\d+)", str(exc))
@@ -124,6 +142,7 @@ class Database:
             raise StorageError(f"{self.path}: cannot open database: {exc}") from None
         self.con.execute("SET TimeZone = 'UTC'")
         self._in_tx = False
+        self._staged: dict[str, int] = {}  # bulk table -> rows staged so far
 
     # -- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
@@ -184,6 +203,10 @@ class Database:
         return applied_now
 
     # -- transactions --------------------------------------------------------------------
+    @property
+    def in_transaction(self) -> bool:
+        return self._in_tx
+
     @contextmanager
     def transaction(self) -> Iterator[Database]:
         """All or nothing. Nested use joins the outer transaction."""
@@ -196,12 +219,18 @@ class Database:
             yield self
         except BaseException:
             self._in_tx = False
+            self._staged.clear()
             try:
                 self.con.execute("ROLLBACK")
             except duckdb.Error:
                 pass
             raise
         self._in_tx = False
+        if self._staged:
+            pending = sorted(self._staged)
+            self._staged.clear()
+            self.con.execute("ROLLBACK")
+            raise StorageError(f"staged rows for {pending} were never merged; nothing was written")
         try:
             self.con.execute("COMMIT")
         except duckdb.Error as exc:
@@ -212,6 +241,12 @@ class Database:
             raise StorageError(f"{self.path}: commit failed, nothing was written: {exc}") from None
 
     # -- writing -------------------------------------------------------------------------
+    def natural_key(self, table: str) -> list[str]:
+        """The columns that identify a row: the bulk key, or the primary key."""
+        if table in BULK_KEYS:
+            return list(BULK_KEYS[table])
+        return self.primary_key(table)
+
     def primary_key(self, table: str) -> list[str]:
         rows = self.con.execute(
             "SELECT constraint_column_names FROM duckdb_constraints() "
@@ -238,6 +273,10 @@ class Database:
             data = pa.Table.from_pylist(list(data)) if data else None
         if data is None or data.num_rows == 0:
             return UpsertResult(table, 0, 0, 0, 0)
+        if table in BULK_KEYS and keys is None:
+            with self.transaction():
+                self.stage(table, data)
+                return self.merge_staged(table)
         keys = list(keys or self.primary_key(table))
         cols = [c for c in data.column_names if c in set(self.columns(table))]
         missing = [k for k in keys if k not in cols]
@@ -276,6 +315,78 @@ class Database:
             inserted=distinct - existing,
             existing=existing,
             duplicates_in_batch=data.num_rows - distinct,
+        )
+
+    # -- bulk tables: append unindexed, merge once on the natural key ----------------------
+    def stage(self, table: str, data: pa.Table) -> int:
+        """Append rows for a bulk table to its staging table (inside the caller's transaction)."""
+        if self.read_only:
+            raise ReadOnlyViolation(f"cannot write {table}: database opened read-only")
+        if not self._in_tx:
+            raise StorageError("stage() must run inside a transaction")
+        cols = [c for c in data.column_names if c in set(self.columns(table))]
+        missing = [k for k in BULK_KEYS[table] if k not in cols]
+        if missing:
+            raise StorageError(f"rows for {table} lack key columns {missing}")
+        stage = f"__stage_{table}"
+        start = self._staged.get(table)
+        if start is None:
+            self.con.execute(
+                f"CREATE OR REPLACE TEMP TABLE {stage} AS "
+                f"SELECT *, 0::BIGINT AS __ord FROM {table} LIMIT 0"
+            )
+            start = 0
+        n = data.num_rows
+        batch = data.select(cols).append_column("__ord", pa.array(range(start, start + n), pa.int64()))
+        self.con.register("__batch", batch)
+        try:
+            col_list = ", ".join(cols + ["__ord"])
+            self.con.execute(f"INSERT INTO {stage} ({col_list}) SELECT {col_list} FROM __batch")
+        finally:
+            self.con.unregister("__batch")
+        self._staged[table] = start + n
+        return n
+
+    def merge_staged(self, table: str) -> UpsertResult:
+        """Merge a bulk table's staged rows on its natural key: new keys are inserted, known
+        keys updated where anything changed, and the last staged row wins within the batch."""
+        received = self._staged.pop(table, 0)
+        if received == 0:
+            return UpsertResult(table, 0, 0, 0, 0)
+        stage = f"__stage_{table}"
+        keys = list(BULK_KEYS[table])
+        key_list = ", ".join(keys)
+        others = [c for c in self.columns(table) if c not in keys]
+        distinct = self.con.execute(
+            f"SELECT count(DISTINCT ({key_list})) FROM {stage}"
+        ).fetchone()[0]
+        if distinct != received:
+            self.con.execute(
+                f"CREATE OR REPLACE TEMP TABLE {stage} AS SELECT * FROM {stage} "
+                f"QUALIFY row_number() OVER (PARTITION BY {key_list} ORDER BY __ord DESC) = 1"
+            )
+        existing = self.con.execute(
+            f"SELECT count(*) FROM {stage} SEMI JOIN {table} USING ({key_list})"
+        ).fetchone()[0]
+        if existing:
+            match = " AND ".join(f"{table}.{k} = d.{k}" for k in keys)
+            changed = " OR ".join(f"{table}.{c} IS DISTINCT FROM d.{c}" for c in others)
+            sets = ", ".join(f"{c} = d.{c}" for c in others)
+            self.con.execute(
+                f"UPDATE {table} SET {sets} FROM {stage} d WHERE {match} AND ({changed})"
+            )
+        cols = ", ".join(keys + others)
+        self.con.execute(
+            f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage} "
+            f"ANTI JOIN {table} USING ({key_list})"
+        )
+        self.con.execute(f"DROP TABLE {stage}")
+        return UpsertResult(
+            table=table,
+            received=received,
+            inserted=distinct - existing,
+            existing=existing,
+            duplicates_in_batch=received - distinct,
         )
 
     def delete(self, table: str, where: dict[str, Any]) -> int:
@@ -399,9 +510,11 @@ def _sql_str(p: Path) -> str:
     return str(p).replace("'", "''")
 
 
-def open_db(path: str | Path, *, read_only: bool = False, migrate: bool = True) -> Database:
+def open_db(
+    path: str | Path, *, read_only: bool = False, migrate: bool = True, memory_limit: str | None = None
+) -> Database:
     """Open (and, for writers, migrate) the database."""
-    db = Database(path, read_only=read_only)
+    db = Database(path, read_only=read_only, memory_limit=memory_limit)
     if migrate and not read_only:
         try:
             db.migrate()

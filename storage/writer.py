@@ -17,7 +17,7 @@ import pyarrow.compute  # noqa: F401  (pa.compute in _days)
 
 from common.errors import StorageError
 from common.records import SOURCES, Deletion, RawRecord, RecordBatch, field_names
-from storage.db import Database, UpsertResult
+from storage.db import BULK_KEYS, Database, UpsertResult
 
 
 @dataclass
@@ -94,6 +94,7 @@ class RecordWriter:
         self.on_flush = on_flush
         self.summary = WriteSummary()
         self._rows: dict[tuple[str, type], list[Any]] = {}
+        self._staged_tables: set[str] = set()
 
     def add(self, record: Any) -> None:
         if isinstance(record, RecordBatch):
@@ -112,8 +113,12 @@ class RecordWriter:
             self._flush_one(key)
 
     def flush(self) -> None:
+        """Write everything buffered; bulk tables are merged on their natural key now."""
         for key in list(self._rows):
             self._flush_one(key)
+        for table in list(self._staged_tables):
+            self._staged_tables.discard(table)
+            self._count(table, self.db.merge_staged(table))
 
     def _flush_one(self, key: tuple[str, type]) -> None:
         records = self._rows.pop(key, [])
@@ -142,7 +147,17 @@ class RecordWriter:
             data = pa.table(cols)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise StorageError(f"cannot store rows for {table}: {exc}") from None
-        result = self.db.upsert(table, data)
+        if table in BULK_KEYS:
+            if not self.db.in_transaction:  # no transaction to span: merge right away
+                self._count(table, self.db.upsert(table, data))
+                return
+            self.db.stage(table, data)
+            self._staged_tables.add(table)
+            self.summary.tables.setdefault(table, TableCounts())
+            return
+        self._count(table, self.db.upsert(table, data))
+
+    def _count(self, table: str, result: UpsertResult) -> None:
         self.summary.tables.setdefault(table, TableCounts()).add(result)
         if self.on_flush:
             self.on_flush(self.summary)

@@ -237,3 +237,32 @@ def test_events_roundtrip_with_untrusted_text(db):
     write_records(db, [Event("calendar", "cal", "e1", start, start + timedelta(hours=1), False,
                              date(2024, 3, 1), title=title)])
     assert db.query("SELECT title FROM events")[1] == [(title,)]
+
+
+def test_samples_merge_on_natural_key_across_batches(db):
+    """Bulk path: staged unindexed, merged once; duplicates across batches and re-imports
+    collapse, changed values update in place, the last row in an import wins."""
+    first = write_records(db, [sample(i) for i in range(10)] + [sample(3, value=33.0)], batch_size=4)
+    assert (first.tables["samples"].inserted, first.tables["samples"].duplicates_in_batch) == (10, 1)
+    assert db.query("SELECT value FROM samples WHERE start_ts = ?", [sample(3).start_ts])[1] == [(33.0,)]
+    again = write_records(db, [sample(i) for i in range(12)], batch_size=5)
+    assert (again.tables["samples"].inserted, again.tables["samples"].existing) == (2, 10)
+    assert db.query("SELECT count(*), sum(value) FROM samples")[1] == [(12, 120.0)]
+
+
+def test_samples_have_no_in_memory_key_index(db):
+    """The natural key is enforced by the writer, not by a PRIMARY KEY (whose ART index
+    would hold every row in memory)."""
+    cons = db.query("SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'samples' "
+                    "AND constraint_type = 'PRIMARY KEY'")[1]
+    assert cons == [(0,)]
+    assert db.natural_key("samples") == ["source", "metric", "source_name", "start_ts", "end_ts"]
+
+
+def test_unmerged_staged_rows_never_commit_silently(db):
+    import pyarrow as pa
+    table = pa.Table.from_pylist([{"source": "x", "metric": "m", "source_name": "", "start_ts": sample(0).start_ts,
+                                    "end_ts": sample(0).end_ts, "local_day": date(2024, 3, 1)}])
+    with pytest.raises(StorageError, match="never merged"), db.transaction():
+        db.stage("samples", table)
+    assert db.query("SELECT count(*) FROM samples")[1] == [(0,)]

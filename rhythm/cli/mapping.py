@@ -1,0 +1,102 @@
+"""`rhythm map` (rebuild meters and slot actions) and `rhythm meters` (show them, plot them)."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from common.errors import ConfigError
+from rhythm.cli._common import console, get_settings, print_json, rows_table
+
+METERS = ("vitality", "cognition", "progress", "serenity", "connection")
+
+
+def _day(value: str | None, flag: str) -> date | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(f"{flag}: expected a day as YYYY-MM-DD, got {value!r}") from None
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("map")
+    def map_cmd(
+        ctx: typer.Context,
+        since: str | None = typer.Option(None, "--since", help="Rebuild only days on or after this day (YYYY-MM-DD)."),
+        json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    ) -> None:
+        """Rebuild meters and slot actions from stored data (no network)."""
+        from rhythm.daemon import map_step
+
+        settings = get_settings(ctx)
+        summary = map_step(settings, _day(since, "--since"))
+        if json_out:
+            print_json(summary)
+            return
+        span = f"{summary.get('first_day')} .. {summary.get('last_day')}" if summary.get("first_day") else "no data"
+        console.print(f"mapped days {span}: {summary.get('slots_with_meters', 0)} of {summary.get('slots', 0)} "
+                      f"slots with meters (mean confidence {summary.get('mean_confidence', 0):.2f}), "
+                      f"{summary.get('slots_with_action', 0)} with an action, "
+                      f"{summary.get('events_classified', 0)} events classified", highlight=False)
+        if summary.get("actions"):
+            console.print(rows_table(["action", "slots"], sorted(summary["actions"].items())))
+
+    @app.command("meters")
+    def meters_cmd(
+        ctx: typer.Context,
+        day: str | None = typer.Option(None, "--day", help="Last day to show (YYYY-MM-DD; default: the latest mapped day)."),
+        days: int = typer.Option(1, "--days", min=1, help="How many days to show, ending at --day."),
+        plot: str | None = typer.Option(
+            None, "--plot", help="Write the meter history as a PNG to this path ('default': RHYTHM_HOME/plots/meters.png)."
+        ),
+        explain: bool = typer.Option(False, "--explain", help="Show the signals behind each meter."),
+        json_out: bool = typer.Option(False, "--json", help="Print the rows, evidence included, as JSON."),
+    ) -> None:
+        """Show the meters per slot with the action and the evidence behind them; optionally plot them."""
+        from mapping.explain import history_rows, meter_rows, signal_lines
+        from mapping.plot import plot_meters
+        from storage import open_db
+
+        settings = get_settings(ctx)
+        end = _day(day, "--day")
+        with open_db(settings.database, read_only=True) as db:
+            rows = meter_rows(db, end, days)
+            hist = history_rows(db, end, max(days, 90)) if plot else []
+        written = None
+        if plot:
+            target = settings.home / "plots" / "meters.png" if plot == "default" else Path(plot).expanduser()
+            written = plot_meters(hist, target) if hist else None
+        if json_out:
+            print_json({"rows": rows, "plot": str(written) if written else None})
+            return
+        if not rows:
+            console.print("no meters yet: import data, then run `rhythm map`")
+        for d in sorted({r["local_day"] for r in rows}):
+            table = Table(title=f"meters on {d} (0.5 = usual for you)")
+            for col in ("slot", *METERS, "confidence", "action"):
+                table.add_column(col)
+            for r in (x for x in rows if x["local_day"] == d):
+                act = "-" if not r["action"] else f"{r['action']} ({r['action_confidence']:.2f})"
+                table.add_row(r["slot"], *(_fmt(r[m]) for m in METERS), _fmt(r["confidence"]), act)
+            console.print(table)
+            if explain:
+                for r in (x for x in rows if x["local_day"] == d):
+                    console.print(f"[bold]{r['slot']}[/bold]")
+                    for m in METERS:
+                        lines = signal_lines(r["evidence"], m)
+                        console.print(f"  {m}: " + ("; ".join(escape(x) for x in lines) or "no signals"),
+                                      highlight=False)
+                    rule = r["action_evidence"].get("rule", "none")
+                    console.print(f"  action: {r['action'] or '-'} (rule: {rule})", highlight=False)
+        if plot:
+            console.print(f"plot written to {written}" if written else "nothing to plot yet", highlight=False)
