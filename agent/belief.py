@@ -168,8 +168,18 @@ class BeliefState:
     ``last_action``, ``active_event``, ``last_reward``).
     """
 
-    def __init__(self, prior_scale: float = 1.3, n_samples: int = 256, seed: int = 0):
+    def __init__(
+        self,
+        prior_scale: float = 1.3,
+        n_samples: int = 256,
+        seed: int = 0,
+        noise_sd: float = spec.NOISE_SD,
+    ):
+        """``noise_sd``: per-meter noise of an observed delta. The simulator's is
+        ``spec.NOISE_SD``; meters computed from real wearable data are far noisier (the
+        real-data path passes a larger value so the belief does not overfit them)."""
         self.prior_scale = float(prior_scale)
+        self.noise_var = float(noise_sd) ** 2
         self.n_samples = int(n_samples)
         self._seed = int(seed)
         self.reset(seed)
@@ -241,9 +251,9 @@ class BeliefState:
         resid = (y - f0)[keep]
         spiral = m0[spec.S] < spec.SPIRAL_THRESHOLD_BASE - spec.SPIRAL_THRESHOLD_TOLERANCE * ST_GRID
         rg = resid[None, :] - np.where(spiral[:, None], SPIRAL[keep][None, :], 0.0)  # (G, k)
-        self._prec += j.T @ j / NOISE_VAR
-        self._b += rg @ j / NOISE_VAR
-        self._c += (rg * rg).sum(axis=1) / NOISE_VAR
+        self._prec += j.T @ j / self.noise_var
+        self._b += rg @ j / self.noise_var
+        self._c += (rg * rg).sum(axis=1) / self.noise_var
         self.n_steps += 1
         self._cache = None
 

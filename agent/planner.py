@@ -266,13 +266,14 @@ class BayesAgent:
         prior_scale: float = 1.3,
         plan: bool = True,
         first_rounds: int = 3,
+        noise_sd: float = spec.NOISE_SD,
     ):
         self.n_samples = int(n_samples)
         self.rounds = int(rounds)
         self.first_rounds = int(first_rounds)
         self.info_weight = float(info_weight)
         self.use_planner = bool(plan)
-        self.belief_state = BeliefState(prior_scale=prior_scale)
+        self.belief_state = BeliefState(prior_scale=prior_scale, noise_sd=noise_sd)
         if self.use_planner:
             default_plan(prior_scale, self.info_weight)  # warm the per-process cache
         self.reset(0)
@@ -314,6 +315,31 @@ class BayesAgent:
     def explain(self) -> str:
         """A short reason for the last choice."""
         return self._reason
+
+    def plan_ahead(
+        self, meters: np.ndarray, t: int, week_rewards: list[float], crashes: int = 0
+    ) -> list[tuple[int, str]]:
+        """The real-data path: plan the rest of the week from step ``t`` with the belief as it
+        stands (fed beforehand through ``belief_state``), given the rewards of the week so far.
+
+        Returns (action, reason) for every remaining step, the first one decided now and the
+        rest the plan it belongs to (re-planned at every later call)."""
+        t = int(t)
+        if t >= _T:
+            return []
+        self._rewards = [float(r) for r in week_rewards]
+        self._crashes = int(crashes)
+        self._plan = None
+        self._t = t
+        meters = np.asarray(meters, dtype=np.float64)
+        if not self.use_planner:
+            a = heuristic_action(meters, t % spec.SLOTS_PER_DAY)
+            return [(a, f"{spec.ACTIONS[a]}: heuristic rule (belief-only ablation)")]
+        first = self._plan_action(meters, t)
+        out = [(first, self._reason)]
+        for a in (self._plan if self._plan is not None else []):
+            out.append((int(a), f"{spec.ACTIONS[int(a)]}: part of the best plan for the rest of the week"))
+        return out
 
     # -- planning ---------------------------------------------------------------------------
     def _plan_action(self, meters: np.ndarray, t: int) -> int:

@@ -23,7 +23,6 @@ nothing.
 from __future__ import annotations
 
 import csv
-import math
 import tomllib
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -368,6 +367,8 @@ def _classify(
     if rule.method == "event_type":
         return rule
     text = title if normalize(title) else description
+    if not normalize(text):
+        return rule  # no words: the attendee fallback, or nothing
     learned = learned_classify(text, attendees, model)
     if learned.label is not None:
         matched = rule.matched if rule.label == learned.label else ()
@@ -480,4 +481,4 @@ def overlap_min(a_start: Any, a_end: Any, b_start: Any, b_end: Any) -> float:
 
 def proba_table(title: str, attendees: int | None = None) -> Mapping[str, float]:
     """The learned model's probabilities for one title (for explanations and tests)."""
-    return learned_model().predict_proba(featurize(title, attendees))
+    return learned_model().predict_proba(title, attendees)

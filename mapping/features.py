@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -221,7 +221,7 @@ def resolve_tz(db: Database, tz: str | tzinfo | None) -> tzinfo:
         except (ZoneInfoNotFoundError, ValueError):
             pass
     off = default_offset_min(db)
-    return timezone(timedelta(minutes=off)) if off is not None else timezone.utc
+    return timezone(timedelta(minutes=off)) if off is not None else UTC
 
 
 def _local(epoch_s: float, offset_min: int) -> datetime:
@@ -414,7 +414,7 @@ def day_signals(b: DataBundle, day: date, model: Model) -> dict[str, float]:
             v = b.day_values.get((d, "hrv_sdnn"))
         if v is not None:
             trend.append(v)
-    if len(trend) >= 2:
+    if len(trend) >= 2 and day in b.wearable_days:
         out["hrv_7d_ms"] = float(sum(trend) / len(trend))
 
     k = model.mindful_coverage_days

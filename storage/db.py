@@ -286,7 +286,7 @@ class Database:
         with self.transaction():
             self.con.register("__staged", staged)
             try:
-                key_list = ", ".join(keys)
+                key_list = ", ".join(_q(k) for k in keys)
                 self.con.execute(
                     "CREATE OR REPLACE TEMP TABLE __dedup AS SELECT * EXCLUDE (__ord) FROM __staged "
                     f"QUALIFY row_number() OVER (PARTITION BY {key_list} ORDER BY __ord DESC) = 1"
@@ -294,14 +294,14 @@ class Database:
             finally:
                 self.con.unregister("__staged")
             distinct = self.con.execute("SELECT count(*) FROM __dedup").fetchone()[0]
-            on = " AND ".join(f"t.{k} = d.{k}" for k in keys)
+            on = " AND ".join(f"t.{_q(k)} = d.{_q(k)}" for k in keys)
             existing = self.con.execute(
                 f"SELECT count(*) FROM __dedup d WHERE EXISTS (SELECT 1 FROM {table} t WHERE {on})"
             ).fetchone()[0]
-            col_list = ", ".join(cols)
+            col_list = ", ".join(_q(c) for c in cols)
             updates = [c for c in cols if c not in keys]
             if updates:
-                set_clause = ", ".join(f"{c} = excluded.{c}" for c in updates)
+                set_clause = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in updates)
                 conflict = f"ON CONFLICT ({key_list}) DO UPDATE SET {set_clause}"
             else:
                 conflict = f"ON CONFLICT ({key_list}) DO NOTHING"
@@ -340,7 +340,7 @@ class Database:
         batch = data.select(cols).append_column("__ord", pa.array(range(start, start + n), pa.int64()))
         self.con.register("__batch", batch)
         try:
-            col_list = ", ".join(cols + ["__ord"])
+            col_list = ", ".join(_q(c) for c in cols + ["__ord"])
             self.con.execute(f"INSERT INTO {stage} ({col_list}) SELECT {col_list} FROM __batch")
         finally:
             self.con.unregister("__batch")
@@ -355,7 +355,7 @@ class Database:
             return UpsertResult(table, 0, 0, 0, 0)
         stage = f"__stage_{table}"
         keys = list(BULK_KEYS[table])
-        key_list = ", ".join(keys)
+        key_list = ", ".join(_q(k) for k in keys)
         others = [c for c in self.columns(table) if c not in keys]
         distinct = self.con.execute(
             f"SELECT count(DISTINCT ({key_list})) FROM {stage}"
@@ -369,13 +369,13 @@ class Database:
             f"SELECT count(*) FROM {stage} SEMI JOIN {table} USING ({key_list})"
         ).fetchone()[0]
         if existing:
-            match = " AND ".join(f"{table}.{k} = d.{k}" for k in keys)
-            changed = " OR ".join(f"{table}.{c} IS DISTINCT FROM d.{c}" for c in others)
-            sets = ", ".join(f"{c} = d.{c}" for c in others)
+            match = " AND ".join(f"{table}.{_q(k)} = d.{_q(k)}" for k in keys)
+            changed = " OR ".join(f"{table}.{_q(c)} IS DISTINCT FROM d.{_q(c)}" for c in others)
+            sets = ", ".join(f"{_q(c)} = d.{_q(c)}" for c in others)
             self.con.execute(
                 f"UPDATE {table} SET {sets} FROM {stage} d WHERE {match} AND ({changed})"
             )
-        cols = ", ".join(keys + others)
+        cols = ", ".join(_q(c) for c in keys + others)
         self.con.execute(
             f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage} "
             f"ANTI JOIN {table} USING ({key_list})"
@@ -392,7 +392,7 @@ class Database:
     def delete(self, table: str, where: dict[str, Any]) -> int:
         if self.read_only:
             raise ReadOnlyViolation(f"cannot delete from {table}: database opened read-only")
-        cond = " AND ".join(f"{k} = ?" for k in where) or "true"
+        cond = " AND ".join(f"{_q(k)} = ?" for k in where) or "true"
         with self.transaction():
             n = self.con.execute(
                 f"SELECT count(*) FROM {table} WHERE {cond}", list(where.values())
@@ -500,6 +500,11 @@ class Database:
                 "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]
             ).fetchone()[0]
         )
+
+
+def _q(name: str) -> str:
+    """A quoted SQL identifier (column names like `at` are keywords)."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _first_line(exc: BaseException) -> str:
