@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from rhythm.cli._common import console, get_settings, print_json
-from rhythm.recommend import Plan, record_feedback, recommend
+from rhythm.recommend import Plan, recommend, record_feedback
 
 
 def render_plan(plan: Plan) -> None:

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from common.records import ACTIONS, SLOTS
-from rhythm.recommend import Plan, record_feedback, recommend
+from rhythm.recommend import Plan, recommend, record_feedback
 from rhythm.settings import load_settings
 from storage import open_db
 from tests.agent.gguf_fixture import needs_llama_cpp, tiny_gguf  # noqa: F401 (fixture)
