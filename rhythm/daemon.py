@@ -448,7 +448,7 @@ def _scheduler_state(sched: Any, started: datetime, last: dict[str, Any]) -> dic
 # -- running -------------------------------------------------------------------------------
 def run_once(settings: Settings, *, day: date | None = None, log_stream: Any | None = None) -> list[JobResult]:
     """`rhythm daemon --once`: take the lock, run one full cycle, release, return results."""
-    lock.acquire(settings.home, "rhythm daemon --once")
+    took = lock.acquire(settings.home, "rhythm daemon --once")
     handlers = setup_logging(settings, log_stream)
     try:
         log.info("one cycle (pid %s)", os.getpid())
@@ -457,7 +457,8 @@ def run_once(settings: Settings, *, day: date | None = None, log_stream: Any | N
         return results
     finally:
         teardown_logging(handlers)
-        lock.release(settings.home)
+        if took:
+            lock.release(settings.home)
 
 
 def run_daemon(
@@ -472,7 +473,7 @@ def run_daemon(
 
     Raises DatabaseBusy if another process holds the writer lock.
     """
-    lock.acquire(settings.home, "rhythm daemon")
+    took = lock.acquire(settings.home, "rhythm daemon")
     handlers: list[logging.Handler] = []
     previous: dict[int, Any] = {}
     sched = None
@@ -525,7 +526,8 @@ def run_daemon(
         except OSError:
             pass
         teardown_logging(handlers)
-        lock.release(settings.home)
+        if took:
+            lock.release(settings.home)
 
 
 def _on_signal(signum: int, stop: threading.Event) -> None:

@@ -21,6 +21,14 @@ _CONDITION_TITLES = {"in-dist": "in-dist", "ood": "OOD", "discrete": "discrete-3
 @app.callback()
 def sim() -> None:
     """Simulator: evaluate policies on the hidden-person week."""
+    register_app_policies()
+
+
+def register_app_policies() -> None:
+    """The app shell plugs the agents of agent/ into the simulator's registry by name."""
+    from agent.policies import register_agent_policies
+
+    register_agent_policies()
 
 
 @app.command("policies")

@@ -230,6 +230,8 @@ def test_sigterm_stops_the_daemon_cleanly_and_the_lock_keeps_other_writers_out(r
         # while it runs, it is the only writer
         code, _, err = run_cli("import", "ics", SAMPLE_ICS)
         assert code == 75 and "database busy" in err and "rhythm daemon" in err
+        code, _, err = run_cli("daemon", "--once")  # nor does a second daemon start
+        assert code == 75 and "database busy" in err
         code, out, _ = run_cli("status", "--json")
         st = json.loads(out)
         assert st["daemon"]["running"] is True and st["schedule"][0]["by"] == "daemon"
@@ -248,16 +250,6 @@ def test_sigterm_stops_the_daemon_cleanly_and_the_lock_keeps_other_writers_out(r
     assert "received SIGTERM" in log_text and "daemon stopped" in log_text
     # and now a manual import goes through
     assert run_cli("import", "ics", SAMPLE_ICS)[0] == 0
-
-
-def test_daemon_refuses_to_start_twice(rhythm_home):
-    settings = load_settings()
-    lock.acquire(settings.home, "rhythm daemon")
-    try:
-        with pytest.raises(Exception, match="database busy"):
-            daemon.run_daemon(settings, handle_signals=False)
-    finally:
-        lock.release(settings.home)
 
 
 def test_local_today_uses_the_configured_zone(rhythm_home):
