@@ -102,7 +102,7 @@ def compute(
     if span is None:
         return MapResult(start, end)
     today = today or date.today()
-    start = start or span[0]
+    start = max(start, span[0]) if start else span[0]
     end = min(end or span[1], span[1], today)
     if end < start:
         return MapResult(start, end)

@@ -259,6 +259,7 @@ def load_bundle(db: Database, start: date, end: date, tz: tzinfo, model: Model) 
                 (start_ts AT TIME ZONE 'UTC') + to_minutes(CAST(coalesce(tz_offset_min, ?) AS INTEGER)) AS lt
             FROM samples
             WHERE metric IN ({", ".join("?" for _ in metrics)}) AND value IS NOT NULL
+              AND (metric NOT IN ('stress', 'body_battery') OR value >= 0)  -- Garmin: -1/-2 = not measured
               AND local_day BETWEEN ? AND ?
         ), slotted AS (
             SELECT metric, source, source_name, value,

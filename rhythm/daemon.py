@@ -26,6 +26,7 @@ the others go on.
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import logging
 import os
@@ -136,6 +137,13 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def map_step(settings: Settings, since: date | None = None) -> dict[str, Any]:
     """Rebuild meters and slot actions from stored data (no network), as one transaction.
 
@@ -148,7 +156,8 @@ def map_step(settings: Settings, since: date | None = None) -> dict[str, Any]:
     started = datetime.now(UTC)
     with lock.writer_lock(settings.home, "rhythm map"), open_db(settings.database) as db:
         with db.transaction():
-            result = build.rebuild(db, since)
+            kwargs = {"tz": settings.timezone} if settings.timezone and _accepts(build.rebuild, "tz") else {}
+            result = build.rebuild(db, since, **kwargs)
             summary = _plain(result) if result is not None else {}
             if not isinstance(summary, dict):
                 summary = {"result": summary}
@@ -171,20 +180,33 @@ def recommend_step(settings: Settings, day: date | None = None) -> Any:
 
 
 def plan_summary(plan: Any) -> dict[str, Any]:
-    """A Plan (or anything shaped like one) as plain data for logs, JSON and the demo."""
+    """A Plan (or anything shaped like one) as plain data for logs, JSON and the demo.
+
+    The belief lives on the plan (rhythm.recommend.Plan) or on each slot; both are read.
+    """
+    belief = _plain(list(getattr(plan, "belief", None) or [])) or None
+    belief_sd = _plain(list(getattr(plan, "belief_sd", None) or [])) or None
     slots = []
     for s in getattr(plan, "slots", None) or []:
         slots.append({
+            "id": getattr(s, "id", None),
             "slot": getattr(s, "slot", None),
             "action": getattr(s, "action", None),
-            "belief": _plain(list(getattr(s, "belief", None) or [])) or None,
-            "belief_sd": _plain(list(getattr(s, "belief_sd", None) or [])) or None,
-            "model": getattr(s, "model", None),
             "rationale": getattr(s, "rationale", None),
-            "id": getattr(s, "id", None),
+            "model": getattr(s, "model", None) or getattr(plan, "model", None),
+            "belief": _plain(list(getattr(s, "belief", None) or [])) or belief,
+            "belief_sd": _plain(list(getattr(s, "belief_sd", None) or [])) or belief_sd,
         })
     day = getattr(plan, "day", None) or getattr(plan, "local_day", None)
-    return {"day": _plain(day), "slots": slots}
+    return {
+        "day": _plain(day),
+        "model": getattr(plan, "model", None),
+        "belief": belief or (slots[0]["belief"] if slots else None),
+        "belief_sd": belief_sd or (slots[0]["belief_sd"] if slots else None),
+        "observed_slots": getattr(plan, "observed_slots", None),
+        "notes": list(getattr(plan, "notes", None) or []),
+        "slots": slots,
+    }
 
 
 def sync_step(settings: Settings, source: str) -> dict[str, Any]:

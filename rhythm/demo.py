@@ -45,6 +45,7 @@ class DemoResult:
     imports: list[dict[str, Any]] = field(default_factory=list)
     mapped: dict[str, Any] | None = None
     plan: dict[str, Any] | None = None  # plan_summary() of the Plan
+    plan_obj: Any = None  # the Plan itself (rhythm.recommend.Plan)
     notes: list[str] = field(default_factory=list)  # stages skipped, and why
     report: Report | None = None
     tables: dict[str, int] = field(default_factory=dict)
@@ -81,6 +82,7 @@ def run_demo(
 
     try:
         plan = recommend_step(s, today)
+        result.plan_obj = plan
         result.plan = plan_summary(plan)
         if not result.plan.get("day"):
             result.plan["day"] = today.isoformat()

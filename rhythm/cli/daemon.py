@@ -143,5 +143,5 @@ def register(app: typer.Typer) -> None:
             print_json({"path": rep.path, "sections": rep.sections, "plots": rep.plots})
             return
         empty = [k for k, v in rep.sections.items() if not v]
-        console.print(f"report {rep.path}", highlight=False)
+        console.print(f"report {rep.path}", highlight=False, soft_wrap=True)
         console.print(f"{rep.plots} plots" + (f"; no data yet for: {', '.join(empty)}" if empty else ""), highlight=False)

@@ -26,7 +26,16 @@ def belief_text(belief: Any, sd: Any) -> str:
     return ", ".join(parts)
 
 
-def render_plan(plan: dict[str, Any]) -> None:
+def render_plan(plan: dict[str, Any], plan_obj: Any = None) -> None:
+    """The plan as `rhythm recommend` shows it; a plain table if that renderer is absent."""
+    try:
+        from rhythm.cli.agent import render_plan as recommend_render
+        from rhythm.recommend import Plan
+    except ImportError:
+        recommend_render = None
+    if recommend_render is not None and isinstance(plan_obj, Plan):
+        recommend_render(plan_obj)
+        return
     rows = [(s["slot"], s["action"], belief_text(s["belief"], s["belief_sd"]), s["rationale"], s["model"])
             for s in plan["slots"]]
     console.print(rows_table(["slot", "do", "belief", "why", "model"], rows, title=f"plan for {plan['day']}"))
@@ -47,11 +56,11 @@ def register(app: typer.Typer) -> None:
         """Run Rhythm end to end on bundled sample data (what `make demo` runs)."""
         settings = get_settings(ctx)
         target = (home or Path(tempfile.mkdtemp(prefix="rhythm-demo-"))).expanduser()
-        say = (lambda _m: None) if json_out else (lambda msg: console.print(escape(msg), highlight=False))
+        say = (lambda _m: None) if json_out else (lambda msg: console.print(escape(msg), highlight=False, soft_wrap=True))
         if not json_out:
             console.print("[bold]Rhythm demo[/bold]: five weeks of Mara (a morning person in Utrecht who "
                           "socialises on weekends), today = the sample's last day", highlight=False)
-            console.print(f"demo home {target}", highlight=False)
+            console.print(f"demo home {target}", highlight=False, soft_wrap=True)
         r = run_demo(settings, target, say=say)
         if json_out:
             print_json({
@@ -60,10 +69,10 @@ def register(app: typer.Typer) -> None:
             })
             return
         if r.plan is not None:
-            render_plan(r.plan)
+            render_plan(r.plan, r.plan_obj)
         else:
             console.print(f"no plan: {'; '.join(r.notes)}", highlight=False)
         if r.report is not None:
             filled = sum(r.report.sections.values())
             console.print(f"report {r.report.path} ({filled}/{len(r.report.sections)} sections with data, "
-                          f"{r.report.plots} plots)", highlight=False)
+                          f"{r.report.plots} plots)", highlight=False, soft_wrap=True)

@@ -131,3 +131,11 @@ def test_rules_table_is_validated():
     with pytest.raises(ConfigError):
         parse_rules({"signals": {"x": {"scope": "day", "ref_median": 1, "ref_scale": 1}},
                      "rule": [{"meter": "vitality", "signal": "x", "direction": 0, "weight": 1}]})
+
+
+def test_every_signal_of_the_table_is_documented_in_the_readme():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "mapping" / "README.md").read_text()
+    for name in RULES.signals:
+        assert f"`{name}`" in readme, f"{name} missing from mapping/README.md"

@@ -8,12 +8,15 @@ import sys
 
 import pyarrow.parquet as pq
 
+from storage.db import load_migrations
+
 
 def test_init_creates_home_config_and_database(run_cli, rhythm_home):
     code, out, _ = run_cli("init", "--json")
     assert code == 0
     info = json.loads(out)
-    assert info["migrations_applied"] == ["0001_initial"] and info["schema_version"] == 1
+    expected = [f"{m.version:04d}_{m.name}" for m in load_migrations()]
+    assert info["migrations_applied"] == expected and info["schema_version"] == load_migrations()[-1].version
     assert (rhythm_home / "config.toml").exists() and (rhythm_home / "rhythm.duckdb").exists()
     assert (rhythm_home / "tokens").stat().st_mode & 0o777 == 0o700
     code, out, _ = run_cli("init", "--json")  # again: nothing to apply
@@ -60,7 +63,7 @@ def test_db_info_reports_tables_size_and_version(run_cli):
     run_cli("init")
     code, out, _ = run_cli("db", "info", "--json")
     info = json.loads(out)
-    assert code == 0 and info["schema_version"] == 1 and info["file_size_bytes"] > 0
+    assert code == 0 and info["schema_version"] == load_migrations()[-1].version and info["file_size_bytes"] > 0
     assert info["tables"]["samples"] == 0 and "daily_summary" in info["views"]
 
 
