@@ -1,0 +1,1 @@
+"""Data files of the mapping: keyword rules and the labelled calendar events."""
