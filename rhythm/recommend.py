@@ -107,9 +107,17 @@ def choose_backend(settings: Settings) -> tuple[str, Path | None]:
         if backend == "llm":
             raise ModelError("agent_backend is llm but no model: set model_path to a local GGUF file")
         return "bayes", None
+    if backend == "auto" and not _llama_cpp_available():
+        return "bayes", None  # the base install has no llama.cpp: the Bayesian agent serves
     if not Path(path).is_file():
         raise ModelError(f"{path}: model file not found (setting model_path)")
     return "llm", Path(path)
+
+
+def _llama_cpp_available() -> bool:
+    from importlib.util import find_spec
+
+    return find_spec("llama_cpp") is not None
 
 
 def _masked(obs: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:

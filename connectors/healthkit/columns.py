@@ -18,6 +18,14 @@ import pyarrow.compute as pc
 from connectors.healthkit.types import parse_date, parse_device, quantity_mapping
 
 _TS = pa.timestamp("us", tz="UTC")
+# `<<HKDevice: 0x283a8a5d0>, name:...>`: the address differs per record; dropping it first
+# leaves a few distinct device strings per batch for `parse_device` (same result: it cuts
+# at the first ">,", which this pattern only matches when it is that one).
+_HKDEVICE_ADDRESS = r"^<<HKDevice[^>]*>,"
+
+
+def _arr(values: Sequence[str | None] | pa.Array) -> pa.Array:
+    return values if isinstance(values, pa.Array) else pa.array(values, pa.string())
 _DATE_FMT = "%Y-%m-%d %H:%M:%S"
 
 
@@ -68,13 +76,13 @@ def _dates_slow(strings: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
     )
 
 
-def _values(values: Sequence[str | None]) -> pa.Array:
-    arr = pa.array(values, pa.string())
+def _values(values: Sequence[str | None] | pa.Array) -> pa.Array:
+    arr = _arr(values)
     try:
         return pc.cast(arr, pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         out: list[float | None] = []
-        for v in values:
+        for v in arr.to_pylist():
             try:
                 out.append(float(v) if v is not None else None)
             except ValueError:
@@ -82,9 +90,9 @@ def _values(values: Sequence[str | None]) -> pa.Array:
         return pa.array(out, pa.float64())
 
 
-def _codes(values: Sequence[str | None]) -> tuple[np.ndarray, list[str | None]]:
+def _codes(values: Sequence[str | None] | pa.Array) -> tuple[np.ndarray, list[str | None]]:
     """Dictionary-encode a string list: (int codes, distinct values)."""
-    enc = pc.dictionary_encode(pa.array(values, pa.string()), null_encoding="encode")
+    enc = pc.dictionary_encode(_arr(values), null_encoding="encode")
     return enc.indices.to_numpy(zero_copy_only=False), enc.dictionary.to_pylist()
 
 
@@ -112,18 +120,19 @@ def _metadata_json(n: int, rows: Sequence[int], keys: Sequence[str], vals: Seque
 
 
 def quantity_columns(
-    types: Sequence[str],
-    sources: Sequence[str],
-    devices: Sequence[str | None],
-    units: Sequence[str | None],
-    starts: Sequence[str],
-    ends: Sequence[str],
-    values: Sequence[str | None],
+    types: Sequence[str] | pa.Array,
+    sources: Sequence[str] | pa.Array,
+    devices: Sequence[str | None] | pa.Array,
+    units: Sequence[str | None] | pa.Array,
+    starts: Sequence[str] | pa.Array,
+    ends: Sequence[str] | pa.Array,
+    values: Sequence[str | None] | pa.Array,
     md_rows: Sequence[int] = (),
     md_keys: Sequence[str] = (),
     md_vals: Sequence[str] = (),
 ) -> dict[str, pa.Array]:
-    """Columns of `common.records.Sample` for a batch of quantity Records."""
+    """Columns of `common.records.Sample` for a batch of quantity Records (Python string
+    lists or Arrow string arrays)."""
     n = len(types)
     t_codes, t_dict = _codes(types)
     u_codes, u_dict = _codes(units)
@@ -143,23 +152,26 @@ def quantity_columns(
     if not np.all(factors == 1.0):
         value = pc.multiply(value, pa.array(factors))
 
-    d_codes, d_dict = _codes(devices)
+    dev = _arr(devices)
+    if pc.any(pc.starts_with(dev, "<<HKDevice")).as_py():
+        dev = pc.replace_substring_regex(dev, _HKDEVICE_ADDRESS, "<<HKDevice>,", max_replacements=1)
+    d_codes, d_dict = _codes(dev)
     device = pc.take(pa.array([parse_device(d) for d in d_dict], pa.string()), pa.array(d_codes))
 
     try:
-        start_ts, offset, day = _dates(pa.array(starts, pa.string()))
-        end_ts, _, _ = _dates(pa.array(ends, pa.string()))
+        start_ts, offset, day = _dates(_arr(starts))
+        end_ts, _, _ = _dates(_arr(ends))
     except ConversionError:
         raise
     return {
-        "source": pa.array(np.full(n, "healthkit", dtype=object), pa.string()),
+        "source": pa.repeat("healthkit", n),
         "metric": metric,
         "start_ts": start_ts,
         "end_ts": end_ts,
         "value": value,
         "unit": unit,
         "local_day": day,
-        "source_name": pa.array(sources, pa.string()),
+        "source_name": _arr(sources),
         "device": device,
         "tz_offset_min": offset,
         "detail": _metadata_json(n, md_rows, md_keys, md_vals),

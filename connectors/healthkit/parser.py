@@ -33,6 +33,8 @@ from connectors.healthkit.types import (
 )
 
 BATCH_ROWS = 50_000
+_FRAGMENT_OPEN = b"<HealthDataFragment>"
+_FRAGMENT_CLOSE = b"</HealthDataFragment>"
 
 # Elements whose attributes (and children) are landed raw, one raw row each.
 _RAW_CONTAINERS = {"Correlation", "ClinicalRecord", "Audiogram", "VisionPrescription"}
@@ -77,6 +79,9 @@ class ExportParser:
         self._cols: tuple[list[Any], ...] = tuple([] for _ in range(7))
         self._md: tuple[list[Any], ...] = ([], [], [])
         self._beats: dict[int, dict[str, Any]] = {}
+        self._seen = 0  # Records seen by finished handler sets (fragments)
+        self._line_off = 0  # position of the parsed text in the file (fragments)
+        self._col_off = 0
         p = pyexpat.ParserCreate()
         p.buffer_text = True
         self._parser = p
@@ -202,7 +207,36 @@ class ExportParser:
 
     @property
     def records_seen(self) -> int:
-        return self._state()[1]
+        return self._seen + self._state()[1]
+
+    def _where(self) -> tuple[int, int]:
+        """(line, column) in the file of the current expat position (1-based column)."""
+        p = self._parser
+        line, col = p.CurrentLineNumber, p.CurrentColumnNumber + 1
+        if self._line_off or self._col_off:
+            if line == 1:
+                col += self._col_off - len(_FRAGMENT_OPEN)
+            line += self._line_off
+        return line, col
+
+    def parse_fragment(self, data: bytes, line: int, column: int) -> None:
+        """Parse complete top-level elements (HealthData children) taken from the file at
+        (line, column 0-based) with the same handlers, on a fresh expat parser. The
+        document was already checked for well-formedness; this only extracts."""
+        self._seen += self._state()[1]
+        p = pyexpat.ParserCreate()
+        p.buffer_text = True
+        self._parser = p
+        self._line_off, self._col_off = line - 1, column
+        self._install_handlers()
+        try:
+            p.Parse(_FRAGMENT_OPEN + data + _FRAGMENT_CLOSE, True)
+        except pyexpat.ExpatError as exc:
+            self._parser = p
+            raise ParseError(*self._where(), pyexpat.ErrorString(exc.code)) from None
+        except KeyError as exc:
+            raise ParseError(*self._where(), f"element lacks required attribute {exc.args[0]!r}") from None
+        self._finish()
 
     # -- feeding -------------------------------------------------------------------------
     def feed(self, chunk: bytes) -> None:
@@ -211,11 +245,7 @@ class ExportParser:
         except pyexpat.ExpatError as exc:
             raise ParseError(exc.lineno, exc.offset + 1, pyexpat.ErrorString(exc.code)) from None
         except KeyError as exc:
-            raise ParseError(
-                self._parser.CurrentLineNumber,
-                self._parser.CurrentColumnNumber + 1,
-                f"element lacks required attribute {exc.args[0]!r}",
-            ) from None
+            raise ParseError(*self._where(), f"element lacks required attribute {exc.args[0]!r}") from None
 
     def close(self) -> None:
         try:
@@ -291,9 +321,7 @@ class ExportParser:
             start, off = parse_date(a["startDate"])
             end, _ = parse_date(a["endDate"])
         except ValueError as exc:
-            raise ParseError(
-                self._parser.CurrentLineNumber, self._parser.CurrentColumnNumber + 1, str(exc)
-            ) from None
+            raise ParseError(*self._where(), str(exc)) from None
         minutes = (end - start).total_seconds() / 60.0
         raw_value = a.get("value")
         unit = a.get("unit")
@@ -363,9 +391,7 @@ class ExportParser:
             start, off = parse_date(a["startDate"])
             end, _ = parse_date(a["endDate"])
         except (KeyError, ValueError) as exc:
-            raise ParseError(
-                self._parser.CurrentLineNumber, self._parser.CurrentColumnNumber + 1, f"Workout: {exc}"
-            ) from None
+            raise ParseError(*self._where(), f"Workout: {exc}") from None
         duration = _num(a.get("duration"))
         if duration is not None:
             duration *= {"min": 1.0, "s": 1 / 60, "hr": 60.0}.get(a.get("durationUnit", "min"), 1.0)

@@ -92,7 +92,13 @@ def rows_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 @contextmanager
 def progress_bar(description: str, total: float | None, unit: str = "records") -> Iterator[Any]:
-    """A rich progress bar; yields `update(completed)` for the library's callback."""
+    """A rich progress bar; yields `update(completed)` for the library's callback.
+
+    Drawn only on a terminal: in pipes, cron and CI the output stays clean (no control
+    codes, no stray blank line before an error)."""
+    if not err_console.is_terminal:
+        yield lambda completed, total=None: None
+        return
     if unit == "bytes":
         columns = [
             TextColumn("[bold]{task.description}"),
