@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/healthkit.py                 # ~3 M Records (~1.2 GB XML)
     .venv/bin/python benchmarks/healthkit.py --records 800000
     .venv/bin/python benchmarks/healthkit.py --size-gb 1 --h2s-records 400000
+    .venv/bin/python benchmarks/healthkit.py --records 200000 --parse-only   # parser alone
 
 Builds a large export.xml in benchmarks/_data/ (git-ignored) by repeating the Records of
 shared/fixtures/apple_health/k0rventen_export.xml (27 types, HRV beat lists, metadata),
@@ -13,6 +14,11 @@ each copy shifted by a whole number of 367-day periods so no natural key repeats
 2. `healthkit-to-sqlite FILE db --xml` (pip install healthkit-to-sqlite) on the same file,
    or on a leading slice of it (--h2s-records) when the full file would take too long;
    both tools are then compared in Records per second.
+
+With --parse-only, step 1 is replaced by the connector alone (no database, no thread):
+the file is read, parsed and converted to records, which are counted and dropped, in a
+subprocess; best of --repeat runs; reports Records per CPU-second and per wall-second and
+that process's peak RSS.
 
 Needs: healthkit-to-sqlite (benchmark only). Nothing here is a timed test.
 """
@@ -95,7 +101,37 @@ def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[float, float, flo
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode
 
 
+def parse_only(xml: Path, repeat: int) -> tuple[float, float, int]:
+    """In this process: (best CPU s, best wall s, records out) of parsing `xml` to records."""
+    import resource
+
+    sys.path.insert(0, str(REPO))
+    from connectors.healthkit import source as source_mod
+    from connectors.healthkit.parser import ExportParser
+
+    best_cpu = best_wall = float("inf")
+    n_out = 0
+    for _ in range(repeat):
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
+        w0 = time.perf_counter()
+        p = ExportParser()
+        n_out = 0
+        for chunk, _done in source_mod.chunks(source_mod.locate(xml)):
+            p.feed(chunk)
+            n_out += sum(len(r) if hasattr(r, "columns") else 1 for r in p.drain())
+        p.close()
+        n_out += sum(len(r) if hasattr(r, "columns") else 1 for r in p.drain(final=True))
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        best_wall = min(best_wall, time.perf_counter() - w0)
+        best_cpu = min(best_cpu, r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+    return best_cpu, best_wall, n_out
+
+
 def main(args: argparse.Namespace) -> int:
+    if args.parse_only_child:
+        cpu, wall, n_out = parse_only(Path(args.parse_only_child), args.repeat)
+        print(f"{cpu} {wall} {n_out}")
+        return 0
     DATA.mkdir(parents=True, exist_ok=True)
     _, body, _, per_copy = split_fixture()
     records = args.records
@@ -110,6 +146,22 @@ def main(args: argparse.Namespace) -> int:
     size = xml.stat().st_size
     print(f"input: {xml} ({size / 1e9:.2f} GB, {n:,} Records); {os.cpu_count()} CPUs; "
           f"load average before: {os.getloadavg()[0]:.1f}")
+
+    if args.parse_only:
+        with tempfile.TemporaryFile("w+") as out:
+            cmd = [sys.executable, __file__, "--parse-only-child", str(xml), "--repeat", str(args.repeat)]
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
+            _, status, usage = os.wait4(proc.pid, 0)
+            if os.waitstatus_to_exitcode(status):
+                print(proc.stderr.read()[-2000:] if proc.stderr else "", file=sys.stderr)
+                return 1
+            out.seek(0)
+            cpu, wall, n_out = (float(x) for x in out.read().split())
+        print(f"parse only: {cpu:.2f} s CPU, {wall:.2f} s wall (best of {args.repeat}); "
+              f"{n / cpu:,.0f} Records per CPU-second, {n / wall:,.0f} Records per wall-second; "
+              f"{int(n_out):,} records out; peak RSS {usage.ru_maxrss / 1024:.0f} MB")
+        print(f"load average after: {os.getloadavg()[0]:.1f}")
+        return 0
 
     rhythm = shutil.which("rhythm", path=str(Path(sys.executable).parent)) or "rhythm"
     with tempfile.TemporaryDirectory() as home:
@@ -154,4 +206,7 @@ if __name__ == "__main__":
     ap.add_argument("--h2s-records", type=int, default=500_000,
                     help="run healthkit-to-sqlite on only this many leading Records (0: the whole file)")
     ap.add_argument("--skip-h2s", action="store_true", help="measure rhythm only")
+    ap.add_argument("--parse-only", action="store_true", help="time the connector alone (no database)")
+    ap.add_argument("--repeat", type=int, default=3, help="with --parse-only: best of this many runs")
+    ap.add_argument("--parse-only-child", default=None, help=argparse.SUPPRESS)
     sys.exit(main(ap.parse_args()))

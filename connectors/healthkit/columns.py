@@ -15,7 +15,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connectors.healthkit.types import parse_date, parse_device, quantity_mapping
+from connectors.healthkit.types import (
+    MINDFUL_TYPE,
+    SLEEP_STAGES,
+    SLEEP_TYPE,
+    STAND_HOUR_TYPE,
+    parse_date,
+    parse_device,
+    quantity_mapping,
+    snake,
+)
 
 _TS = pa.timestamp("us", tz="UTC")
 # `<<HKDevice: 0x283a8a5d0>, name:...>`: the address differs per record; dropping it first
@@ -24,8 +33,32 @@ _TS = pa.timestamp("us", tz="UTC")
 _HKDEVICE_ADDRESS = r"^<<HKDevice[^>]*>,"
 
 
+NULL = "\x00"  # stands for an absent attribute in the parser's string lists (never in XML)
+_NULL_STR = pa.scalar(None, pa.string())
+
+
 def _arr(values: Sequence[str | None] | pa.Array) -> pa.Array:
     return values if isinstance(values, pa.Array) else pa.array(values, pa.string())
+
+
+def strings(values: list[str]) -> pa.Array:
+    """Arrow strings from a list of str (`NULL` -> null). ASCII text (nearly all of an
+    export) is copied in one piece instead of converted string by string."""
+    joined = "".join(values)
+    data = joined.encode("utf-8")
+    if len(data) == len(joined):
+        offsets = np.zeros(len(values) + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, values), np.int64, len(values)), out=offsets[1:])
+        if offsets[-1] < 2**31:
+            arr = pa.StringArray.from_buffers(len(values), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data))
+        else:
+            arr = pa.LargeStringArray.from_buffers(len(values), pa.py_buffer(offsets), pa.py_buffer(data))
+            arr = arr.cast(pa.string())
+    else:
+        arr = pa.array(values, pa.string())
+    if NULL in joined:
+        arr = pc.if_else(pc.equal(arr, NULL), _NULL_STR, arr)
+    return arr
 _DATE_FMT = "%Y-%m-%d %H:%M:%S"
 
 
@@ -43,8 +76,11 @@ def _dates(strings: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
         pc.utf8_slice_codeunits(strings, 0, 19), format=_DATE_FMT, unit="s", error_is_null=True
     )
     sign_ch = pc.utf8_slice_codeunits(strings, 20, 21)
-    hh = pc.cast(pc.utf8_slice_codeunits(strings, 21, 23), pa.int32(), safe=False)
-    mm = pc.cast(pc.utf8_slice_codeunits(strings, 23, 25), pa.int32(), safe=False)
+    try:
+        hh = pc.cast(pc.utf8_slice_codeunits(strings, 21, 23), pa.int32(), safe=False)
+        mm = pc.cast(pc.utf8_slice_codeunits(strings, 23, 25), pa.int32(), safe=False)
+    except pa.ArrowInvalid:  # not digits where the offset should be
+        return _dates_slow(strings)
     sign = pc.if_else(pc.equal(sign_ch, "-"), -1, 1)
     offset = pc.multiply(sign, pc.add(pc.multiply(hh, 60), mm))
     well_formed = pc.and_(
@@ -176,3 +212,76 @@ def quantity_columns(
         "tz_offset_min": offset,
         "detail": _metadata_json(n, md_rows, md_keys, md_vals),
     }
+
+
+def category_columns(
+    types: pa.Array,
+    sources: pa.Array,
+    devices: pa.Array,
+    units: pa.Array,
+    starts: pa.Array,
+    ends: pa.Array,
+    values: pa.Array,
+) -> dict[str, pa.Array]:
+    """Columns of `common.records.Sample` for category Records (sleep stages, mindful
+    minutes, stand hours, events...): `category_value`'s rules applied once per distinct
+    (type, value, unit) instead of once per row."""
+    n = len(types)
+    start_ts, offset, day = _dates(starts)
+    end_ts, _, _ = _dates(ends)
+    minutes = pc.divide(pc.cast(pc.subtract(pc.cast(end_ts, pa.int64()), pc.cast(start_ts, pa.int64())), pa.float64()), 60e6)
+    t_codes, t_dict = _codes(types)
+    v_codes, v_dict = _codes(values)
+    u_codes, u_dict = _codes(units)
+    nv, nu = len(v_dict) + 1, len(u_dict) + 1
+    combo = (t_codes.astype(np.int64) * nv + v_codes) * nu + u_codes
+    uniq, inverse = np.unique(combo, return_inverse=True)
+    metric_of, unit_of, detail_of, number_of, timed_of = [], [], [], [], []
+    for c in uniq:
+        t = t_dict[c // (nv * nu)]
+        raw = v_dict[(c // nu) % nv]
+        unit = u_dict[c % nu]
+        metric, number, timed, detail = category_value(t, raw)
+        if timed or t == STAND_HOUR_TYPE:
+            unit = "min" if timed else "count"
+        metric_of.append(metric)
+        unit_of.append(unit or "")
+        detail_of.append(detail)
+        number_of.append(number)
+        timed_of.append(timed)
+    inv = pa.array(inverse.astype(np.int32))
+    timed = pc.take(pa.array(timed_of, pa.bool_()), inv)
+    value = pc.if_else(timed, minutes, pc.take(pa.array(number_of, pa.float64()), inv))
+    d_codes, d_dict = _codes(devices)
+    return {
+        "source": pa.repeat("healthkit", n),
+        "metric": pc.take(pa.array(metric_of, pa.string()), inv),
+        "start_ts": start_ts,
+        "end_ts": end_ts,
+        "value": value,
+        "unit": pc.take(pa.array(unit_of, pa.string()), inv),
+        "local_day": day,
+        "source_name": sources,
+        "device": pc.take(pa.array([parse_device(d) for d in d_dict], pa.string()), pa.array(d_codes)),
+        "tz_offset_min": offset,
+        "detail": pc.take(pa.array(detail_of, pa.string()), inv),
+    }
+
+
+def category_value(t: str, raw: str | None) -> tuple[str, float | None, bool, str | None]:
+    """(metric, number, value is the duration in minutes, detail) of a category Record."""
+    if t == SLEEP_TYPE:
+        return "sleep_stage", None, True, SLEEP_STAGES.get(raw or "", snake(raw or "unknown"))
+    if t == MINDFUL_TYPE:
+        return "mindful", None, True, None
+    if t == STAND_HOUR_TYPE:
+        stood = (raw or "").endswith("Stood")
+        return "stand_hour", 1.0 if stood else 0.0, False, "stood" if stood else "idle"
+    number = None
+    if raw is not None:
+        try:
+            number = float(raw)
+        except ValueError:
+            number = None
+    detail = raw.removeprefix("HKCategoryValue") if number is None and raw is not None else None
+    return snake(t), number, False, detail

@@ -15,26 +15,34 @@ from __future__ import annotations
 import bisect
 import json
 import pyexpat
+import re
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from typing import Any
 
 from common.records import RawRecord, RecordBatch, Sample, Workout
 from connectors.healthkit import sleep as sleep_mod
-from connectors.healthkit.columns import ConversionError, quantity_columns
+from connectors.healthkit.columns import (
+    NULL,
+    ConversionError,
+    category_columns,
+    quantity_columns,
+    strings,
+)
 from connectors.healthkit.types import (
-    MINDFUL_TYPE,
-    SLEEP_STAGES,
-    SLEEP_TYPE,
-    STAND_HOUR_TYPE,
     parse_date,
-    parse_device,
     snake,
 )
 
 BATCH_ROWS = 50_000
-_FRAGMENT_OPEN = b"<HealthDataFragment>"
-_FRAGMENT_CLOSE = b"</HealthDataFragment>"
+# A whole HRV beat list in the plain form Apple writes: values need no XML decoding and no
+# JSON escaping (no entity, quote, backslash or control character).
+_HRV_LIST = re.compile(
+    rb"<HeartRateVariabilityMetadataList>((?:\s*<InstantaneousBeatsPerMinute "
+    rb'bpm="[^"<&\\\x00-\x1f]*" time="[^"<&\\\x00-\x1f]*"\s*/>)*+)\s*</HeartRateVariabilityMetadataList>'
+)
+_STASH_ATTR = "rhythm-beats"
+_MAX_HOLD = 16 << 20  # a beat list longer than this is left to the handlers (memory stays flat)
 
 # Elements whose attributes (and children) are landed raw, one raw row each.
 _RAW_CONTAINERS = {"Correlation", "ClinicalRecord", "Audiogram", "VisionPrescription"}
@@ -77,11 +85,13 @@ class ExportParser:
         self.locale: str | None = None
         self.export_date: str | None = None
         self._cols: tuple[list[Any], ...] = tuple([] for _ in range(7))
+        self._cat: tuple[list[str], ...] = tuple([] for _ in range(7))  # category Records
+        self._cat_at: list[tuple[int, int]] = []
         self._md: tuple[list[Any], ...] = ([], [], [])
         self._beats: dict[int, dict[str, Any]] = {}
-        self._seen = 0  # Records seen by finished handler sets (fragments)
-        self._line_off = 0  # position of the parsed text in the file (fragments)
-        self._col_off = 0
+        self._carry = b""  # text held back so that an HRV beat list is cut out whole
+        self._stash: dict[str, str] = {}  # beat lists cut out (JSON text), by placeholder id
+        self._stash_n = 0
         p = pyexpat.ParserCreate()
         p.buffer_text = True
         self._parser = p
@@ -93,10 +103,12 @@ class ExportParser:
         ty, sn, dv, un, sd, ed, va = (c.append for c in self._cols)
         md_rows, md_keys, md_vals = self._md
         beats = self._beats
+        stash = self._stash
         raw = self._raw
         in_quantity = False  # the last started element is a quantity Record
         last_attrs: dict[str, str] = {}
         pending: dict[str, Any] | None = None  # a category Record waiting for its children
+        pending_at = (0, 0)
         nest: list[dict[str, Any]] = []  # open Workout / container payloads
         depth = 0  # element depth inside nest[0]
         records_seen = 0
@@ -104,10 +116,10 @@ class ExportParser:
         def finish_pending() -> None:
             nonlocal pending
             rec, pending = pending, None
-            self._category_record(rec)  # type: ignore[arg-type]
+            self._category_record(rec, pending_at)  # type: ignore[arg-type]
 
         def start(name: str, a: dict[str, str]) -> None:
-            nonlocal in_quantity, last_attrs, pending, depth, records_seen
+            nonlocal in_quantity, last_attrs, pending, pending_at, depth, records_seen
             if name == "Record":
                 records_seen += 1
                 if pending is not None:
@@ -121,15 +133,16 @@ class ExportParser:
                 if t[2] == "Q":  # HKQuantityTypeIdentifier...
                     ty(t)
                     sn(a["sourceName"])
-                    dv(a.get("device"))
-                    un(a.get("unit"))
+                    dv(a.get("device", NULL))
+                    un(a.get("unit", NULL))
                     sd(a["startDate"])
                     ed(a["endDate"])
-                    va(a.get("value"))
+                    va(a.get("value", NULL))
                     last_attrs = a
                     in_quantity = True
                 else:
                     pending = {"attributes": a, "metadata": {}}
+                    pending_at = self._where()
                     in_quantity = False
                 return
             if name == "MetadataEntry":
@@ -152,6 +165,13 @@ class ExportParser:
                     entry["beats"].append([a.get("time"), a.get("bpm")])
                 return
             if name == "HeartRateVariabilityMetadataList":
+                stashed = stash.pop(a.get(_STASH_ATTR, ""), None)
+                if stashed and in_quantity:
+                    row = len(types) - 1
+                    entry = beats.get(row)
+                    if entry is None:
+                        entry = beats[row] = {"attributes": last_attrs, "beats": []}
+                    entry["beats"].append(stashed)
                 return
             in_quantity = False
             if pending is not None:
@@ -207,51 +227,62 @@ class ExportParser:
 
     @property
     def records_seen(self) -> int:
-        return self._seen + self._state()[1]
+        return self._state()[1]
 
     def _where(self) -> tuple[int, int]:
         """(line, column) in the file of the current expat position (1-based column)."""
         p = self._parser
-        line, col = p.CurrentLineNumber, p.CurrentColumnNumber + 1
-        if self._line_off or self._col_off:
-            if line == 1:
-                col += self._col_off - len(_FRAGMENT_OPEN)
-            line += self._line_off
-        return line, col
-
-    def parse_fragment(self, data: bytes, line: int, column: int) -> None:
-        """Parse complete top-level elements (HealthData children) taken from the file at
-        (line, column 0-based) with the same handlers, on a fresh expat parser. The
-        document was already checked for well-formedness; this only extracts."""
-        self._seen += self._state()[1]
-        p = pyexpat.ParserCreate()
-        p.buffer_text = True
-        self._parser = p
-        self._line_off, self._col_off = line - 1, column
-        self._install_handlers()
-        try:
-            p.Parse(_FRAGMENT_OPEN + data + _FRAGMENT_CLOSE, True)
-        except pyexpat.ExpatError as exc:
-            self._parser = p
-            raise ParseError(*self._where(), pyexpat.ErrorString(exc.code)) from None
-        except KeyError as exc:
-            raise ParseError(*self._where(), f"element lacks required attribute {exc.args[0]!r}") from None
-        self._finish()
+        return p.CurrentLineNumber, p.CurrentColumnNumber + 1
 
     # -- feeding -------------------------------------------------------------------------
     def feed(self, chunk: bytes) -> None:
+        if not self._carry and b"<HeartRateVariabilityMetadataList" not in chunk:
+            self._parse(chunk, False)  # no beat list here (one cut by the chunk end is read as is)
+            return
+        data = self._carry + chunk
+        cut = data.rfind(b"<")  # a tag may be cut by the chunk end: hold it back
+        start = data.rfind(b"<HeartRateVariabilityMetadataList", 0, cut + 1)
+        if start != -1:
+            close = data.find(b"</HeartRateVariabilityMetadataList", start)
+            if (close == -1 or data.find(b">", close) == -1) and len(data) - start < _MAX_HOLD:
+                cut = start  # an unfinished beat list waits for the next chunk
+        if cut <= 0:
+            cut = len(data) if cut == -1 else 0
+        self._carry = data[cut:]
+        self._parse(_HRV_LIST.sub(self._cut_beats, data[:cut]), False)
+
+    def _cut_beats(self, m: re.Match[bytes]) -> bytes:
+        """Replace a well-formed HRV beat list by an empty placeholder element carrying an
+        id, padded so that every later line and column keeps its place in error messages;
+        its beats are read here at C speed instead of one expat callback per beat."""
+        block = m.group()
+        key = str(self._stash_n + 1)
+        tag = f'<HeartRateVariabilityMetadataList {_STASH_ATTR}="{key}"/>'.encode()
+        nl = block.count(b"\n")
+        if nl == 0 and len(block) < len(tag):
+            return block  # no room for the placeholder on its line: read by the handler
         try:
-            self._parser.Parse(chunk, False)
+            text = m.group(1).decode("utf-8")
+        except UnicodeDecodeError:
+            return block  # left to expat, which reports it
+        self._stash_n += 1
+        parts = text.split('"')  # ... bpm=|62| time=|00:20:37,80| />...
+        self._stash[key] = ",".join(map('["{}","{}"]'.format, parts[3::4], parts[1::4]))
+        if nl == 0:
+            return tag + b" " * (len(block) - len(tag))
+        return tag + b"\n" * nl + b" " * (len(block) - block.rfind(b"\n") - 1)
+
+    def _parse(self, data: bytes, final: bool) -> None:
+        try:
+            self._parser.Parse(data, final)
         except pyexpat.ExpatError as exc:
             raise ParseError(exc.lineno, exc.offset + 1, pyexpat.ErrorString(exc.code)) from None
         except KeyError as exc:
             raise ParseError(*self._where(), f"element lacks required attribute {exc.args[0]!r}") from None
 
     def close(self) -> None:
-        try:
-            self._parser.Parse(b"", True)
-        except pyexpat.ExpatError as exc:
-            raise ParseError(exc.lineno, exc.offset + 1, pyexpat.ErrorString(exc.code)) from None
+        data, self._carry = self._carry, b""
+        self._parse(_HRV_LIST.sub(self._cut_beats, data), True)
         self._finish()
 
     @property
@@ -270,6 +301,8 @@ class ExportParser:
             if self.out:  # raw rows of the batch's HRV beat lists
                 out, self.out = self.out, []
                 yield from out
+        if self._cat_at and (final or len(self._cat_at) >= BATCH_ROWS // 4):
+            yield self._take_categories()
         if final:
             yield from self._sleep_sessions()
 
@@ -295,12 +328,23 @@ class ExportParser:
         self._beats.clear()
         self._beats.update(rest)
         try:
-            columns = quantity_columns(*cols, md_rows=md[0], md_keys=md[1], md_vals=md[2])
+            columns = quantity_columns(*map(strings, cols), md_rows=md[0], md_keys=md[1], md_vals=md[2])
         except ConversionError as exc:
             raise ParseError(0, 0, f"quantity Record {exc.row + 1} of a batch: {exc}") from None
         for entry in done_beats:
-            self._raw("record", _key(entry["attributes"]), entry)
+            self._raw_beats(entry)
         return RecordBatch(Sample, columns)
+
+    def _raw_beats(self, entry: dict[str, Any]) -> None:
+        """Land an HRV Record raw: {"attributes": ..., "beats": [[time, bpm], ...]}; beat
+        lists cut out of the text arrive as JSON text already."""
+        parts = entry["beats"]
+        if all(isinstance(b, str) for b in parts):
+            payload = '{"attributes":' + _dumps(entry["attributes"]) + ',"beats":[' + ",".join(parts) + "]}"
+        else:  # mixed with beats read one by one by the handler (unusual text)
+            beats = [x for b in parts for x in (json.loads("[" + b + "]") if isinstance(b, str) else [b])]
+            payload = _dumps({"attributes": entry["attributes"], "beats": beats})
+        self.out.append(RawRecord("healthkit", "record", _key(entry["attributes"]), payload, self.fetched_at))
 
     # -- the few, one at a time ----------------------------------------------------------
     def _raw(self, kind: str, natural_key: str, payload: Any) -> None:
@@ -309,57 +353,45 @@ class ExportParser:
                 source="healthkit",
                 kind=kind,
                 natural_key=natural_key,
-                payload=json.dumps(payload, ensure_ascii=False, separators=(",", ":")),
+                payload=_dumps(payload),
                 fetched_at=self.fetched_at,
             )
         )
 
-    def _category_record(self, rec: dict[str, Any]) -> None:
+    def _category_record(self, rec: dict[str, Any], at: tuple[int, int]) -> None:
+        """A finished category Record: its strings go to the category columns (converted
+        a batch at a time by `columns.category_columns`); with metadata it is also landed
+        raw. `at` = its position, for the error message if a date is unreadable."""
         a = rec["attributes"]
-        t = a["type"]
-        try:
-            start, off = parse_date(a["startDate"])
-            end, _ = parse_date(a["endDate"])
-        except ValueError as exc:
-            raise ParseError(*self._where(), str(exc)) from None
-        minutes = (end - start).total_seconds() / 60.0
-        raw_value = a.get("value")
-        unit = a.get("unit")
-        detail = None
-        if t == SLEEP_TYPE:
-            stage = SLEEP_STAGES.get(raw_value or "", snake(raw_value or "unknown"))
-            metric, value, unit, detail = "sleep_stage", minutes, "min", stage
-            self.stage_records.append(
-                sleep_mod.StageRecord(a["sourceName"], stage, start, end, off)
-            )
-        elif t == MINDFUL_TYPE:
-            metric, value, unit = "mindful", minutes, "min"
-        elif t == STAND_HOUR_TYPE:
-            stood = (raw_value or "").endswith("Stood")
-            metric, value, unit = "stand_hour", 1.0 if stood else 0.0, "count"
-            detail = "stood" if stood else "idle"
-        else:
-            metric = snake(t)
-            value = _num(raw_value)
-            if value is None and raw_value is not None:
-                detail = raw_value.removeprefix("HKCategoryValue")
-        self.out.append(
-            Sample(
-                source="healthkit",
-                metric=metric,
-                start_ts=start,
-                end_ts=end,
-                value=value,  # type: ignore[arg-type]
-                unit=unit or "",
-                local_day=start.date(),
-                source_name=a["sourceName"],
-                device=parse_device(a.get("device")),
-                tz_offset_min=off,
-                detail=detail,
-            )
-        )
+        c = self._cat
+        c[0].append(a["type"])
+        c[1].append(a["sourceName"])
+        c[2].append(a.get("device", NULL))
+        c[3].append(a.get("unit", NULL))
+        c[4].append(a["startDate"])
+        c[5].append(a["endDate"])
+        c[6].append(a.get("value", NULL))
+        self._cat_at.append(at)
         if rec["metadata"]:
             self._raw("record", _key(a), rec)
+
+    def _take_categories(self) -> Any:
+        cols = [strings(c) for c in self._cat]
+        at = self._cat_at
+        self._cat = tuple([] for _ in range(7))
+        self._cat_at = []
+        try:
+            columns = category_columns(*cols)
+        except ConversionError as exc:
+            row = exc.row
+            for k in (4, 5):  # which date, and parse_date's own message
+                try:
+                    parse_date(cols[k][row].as_py())
+                except ValueError as err:
+                    raise ParseError(*at[row], str(err)) from None
+            raise ParseError(*at[row], str(exc)) from None
+        self.stage_records.extend(sleep_mod.stage_records(columns))
+        return RecordBatch(Sample, columns)
 
     def _workout_child(self, nest: list[dict[str, Any]], name: str, a: dict[str, str]) -> None:
         w = nest[-1]
@@ -471,6 +503,10 @@ class ExportParser:
 
 _ENERGY = {"kcal": 1.0, "Cal": 1.0, "kJ": 1 / 4.184, "cal": 0.001}
 _DIST = {"m": 1.0, "km": 1000.0, "mi": 1609.344, "ft": 0.3048, "yd": 0.9144}
+
+
+def _dumps(payload: Any) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
 def _convert(value: float | None, unit: str | None, table: dict[str, float]) -> float | None:

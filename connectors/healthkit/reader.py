@@ -17,8 +17,7 @@ from typing import Any
 
 from common.errors import SourceFormatError
 from connectors.healthkit import source as source_mod
-from connectors.healthkit.parser import ParseError
-from connectors.healthkit.scanner import FastParser
+from connectors.healthkit.parser import ExportParser, ParseError
 
 Progress = Callable[[float, float | None], None]
 
@@ -37,7 +36,7 @@ def iter_records(path: str | Path) -> Iterator[tuple[list[Any], int, int]]:
     """(records, bytes done, bytes total) per chunk, in this thread. Progress counts bytes of
     the file given (for a zip: uncompressed progress scaled to the zip's size)."""
     src = source_mod.locate(path)
-    parser = FastParser()
+    parser = ExportParser()
     scale = src.file_size / src.size if src.size else 1.0
     done = 0
     for chunk, done in source_mod.chunks(src):

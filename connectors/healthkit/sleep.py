@@ -19,10 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from common.records import SleepSession
-from connectors.healthkit.types import ASLEEP_STAGES
+from connectors.healthkit.types import ASLEEP_STAGES, _tz
 
 GAP = timedelta(hours=2)
 NAP_MAX = timedelta(hours=3)
@@ -115,3 +118,18 @@ def sessions(records: Iterable[StageRecord]) -> Iterator[SleepSession]:
             group_end = r.end if group_end is None or r.end > group_end else group_end
         if group:
             yield _session(group)
+
+
+def stage_records(samples: dict[str, pa.Array]) -> list[StageRecord]:
+    """The `sleep_stage` rows of Sample columns as StageRecords (aware datetimes in the
+    recorded offset; UTC where the export gave none)."""
+    sleep = pc.equal(samples["metric"], "sleep_stage")
+    if not pc.any(sleep).as_py():
+        return []
+    names = ("source_name", "detail", "start_ts", "end_ts", "tz_offset_min")
+    out = []
+    for name, stage, start, end, off in zip(*(pc.filter(samples[k], sleep).to_pylist() for k in names), strict=True):
+        tz = UTC if off is None else _tz(off)
+        start, end = start.astimezone(tz), end.astimezone(tz)
+        out.append(StageRecord(name, stage, start, end, off))
+    return out

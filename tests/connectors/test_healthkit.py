@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+import json
+import pyexpat
+import sys
 import xml.etree.ElementTree as ET
 import zipfile
 from collections import Counter
 from datetime import UTC, date, datetime
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,6 +21,7 @@ from common.records import RawRecord, RecordBatch, Sample, SleepSession, Workout
 from connectors.healthkit import parser as parser_mod
 from connectors.healthkit import read_export
 from connectors.healthkit import source as source_mod
+from connectors.healthkit import types as types_mod
 from storage import open_db
 
 APPLE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "apple_health"
@@ -369,3 +375,199 @@ def test_daily_totals_take_one_source_per_hour(tmp_path, rhythm_home, run_cli):
     assert rows == [(date(2024, 3, 2), 1000 + 500 + 800 + 100, 3, "Anna's Apple Watch, Anna's iPhone")]
     naive = query(rhythm_home, "SELECT sum(value) FROM samples WHERE metric = 'steps'")[0][0]
     assert naive == 5800  # what summing every source would have claimed
+
+
+# -- the fast paths give exactly what a plain element-by-element reading gives -------------------
+def reference_rows(path: Path) -> tuple[Counter, Counter]:
+    """(samples, raw Record payloads) of an export read the plain way: ElementTree, one
+    element at a time, the rules of the README. A second implementation to check the
+    parser's columnar paths and its cut-out HRV beat lists against."""
+    samples: Counter = Counter()
+    raw: Counter = Counter()
+    depth = 0
+    for event, el in ET.iterparse(path, events=("start", "end")):
+        if event == "start":
+            depth += 1
+            continue
+        depth -= 1
+        if el.tag != "Record" or depth != 1:  # Records inside a Correlation are repeats
+            if depth == 1:
+                el.clear()
+            continue
+        a = dict(el.attrib)
+        md = [(c.get("key", ""), c.get("value", "")) for c in el if c.tag == "MetadataEntry"]
+        beats = [[b.get("time"), b.get("bpm")] for h in el if h.tag == "HeartRateVariabilityMetadataList"
+                 for b in h if b.tag == "InstantaneousBeatsPerMinute"]
+        start, off = types_mod.parse_date(a["startDate"])
+        end, _ = types_mod.parse_date(a["endDate"])
+        t, v = a["type"], a.get("value")
+        key = f"{t}|{a['sourceName']}|{a['startDate']}|{a['endDate']}"
+        try:
+            number = float(v) if v is not None else None
+        except ValueError:
+            number = None
+        detail = None
+        if t.startswith(types_mod.QUANTITY_PREFIX):
+            metric, unit, factor = types_mod.quantity_mapping(t, a.get("unit"))
+            value = number * factor if number is not None else None
+            if md:
+                dumps = partial(json.dumps, ensure_ascii=False)
+                detail = "{" + ",".join(f"{dumps(k)}:{dumps(x)}" for k, x in md) + "}"
+            if beats:
+                raw[(key, json.dumps({"attributes": a, "beats": beats}, ensure_ascii=False, separators=(",", ":")))] += 1
+        else:
+            minutes = (end - start).total_seconds() / 60.0
+            unit = a.get("unit") or ""
+            if t == types_mod.SLEEP_TYPE:
+                metric, value, unit = "sleep_stage", minutes, "min"
+                detail = types_mod.SLEEP_STAGES.get(v or "", types_mod.snake(v or "unknown"))
+            elif t == types_mod.MINDFUL_TYPE:
+                metric, value, unit = "mindful", minutes, "min"
+            elif t == types_mod.STAND_HOUR_TYPE:
+                stood = (v or "").endswith("Stood")
+                metric, value, unit, detail = "stand_hour", float(stood), "count", "stood" if stood else "idle"
+            else:
+                metric, value = types_mod.snake(t), number
+                detail = v.removeprefix("HKCategoryValue") if number is None and v is not None else None
+            if md:
+                payload = {"attributes": a, "metadata": dict(md)}
+                raw[(key, json.dumps(payload, ensure_ascii=False, separators=(",", ":")))] += 1
+        samples[(metric, start, end, value, unit, start.date(), a["sourceName"],
+                 types_mod.parse_device(a.get("device")), off, detail)] += 1
+        el.clear()
+    return samples, raw
+
+
+def parsed_rows(path: Path) -> tuple[Counter, Counter]:
+    out = collect(path)
+    samples = Counter(
+        (s["metric"], s["start_ts"], s["end_ts"], s["value"], s["unit"], s["local_day"], s["source_name"],
+         s["device"], s["tz_offset_min"], s["detail"])
+        for s in out["samples"] if not s["metric"].startswith("ring_")
+    )
+    raw = Counter((r.natural_key, r.payload) for r in out["raw"] if r.kind == "record")
+    return samples, raw
+
+
+@pytest.mark.parametrize("path", [K0_XML, DOGSHEEP, ALX], ids=["k0rventen", "dogsheep", "alxdrcirilo"])
+def test_rows_equal_a_plain_element_by_element_reading(path):
+    samples, raw = parsed_rows(path)
+    ref_samples, ref_raw = reference_rows(path)
+    assert samples == ref_samples
+    assert raw == ref_raw
+
+
+@pytest.mark.slow
+def test_rows_equal_the_plain_reading_on_a_200k_record_export(tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    try:
+        bench = importlib.import_module("healthkit")
+    finally:
+        sys.path.pop(0)
+    big = tmp_path / "export_200k.xml"
+    n, _ = bench.synthesise(200_000, big)
+    assert n >= 200_000
+    samples, raw = parsed_rows(big)
+    ref_samples, ref_raw = reference_rows(big)
+    assert sum(samples.values()) == n
+    assert samples == ref_samples
+    assert raw == ref_raw
+
+
+HRV = "HKQuantityTypeIdentifierHeartRateVariabilitySDNN"
+
+
+def hrv_list(*beats: tuple[str, str], order: str = "bpm time") -> str:
+    def one(bpm: str, time: str) -> str:
+        attrs = f'bpm="{bpm}" time="{time}"' if order == "bpm time" else f'time="{time}" bpm="{bpm}"'
+        return f"\n    <InstantaneousBeatsPerMinute {attrs}/>"
+    return "\n   <HeartRateVariabilityMetadataList>" + "".join(one(*b) for b in beats) + \
+        "\n   </HeartRateVariabilityMetadataList>\n  "
+
+
+def mixed_body() -> str:
+    """Self-closing Records interleaved with Records that have metadata and beat lists,
+    in both attribute orders, one beat list in an unusual form (read by the handlers)."""
+    md = '\n   <MetadataEntry key="HKMetadataKeyHeartRateMotionContext" value="1"/>\n  '
+    body = ""
+    for i in range(30):
+        t0 = f"2024-03-02 {i // 6 + 8:02d}:{i % 6 * 10:02d}:00 +0100"
+        t1 = f"2024-03-02 {i // 6 + 8:02d}:{i % 6 * 10 + 1:02d}:00 +0100"
+        body += record(HR, "Watch", t0, t0, str(60 + i), unit="count/min")
+        body += record(HR, "Watch", t1, t1, str(70 + i), unit="count/min", children=md)
+        beats = hrv_list(("61", f"0{i % 10}:00:01,50"), ("63", {11: "a\\b", 13: "x &amp; y"}.get(i, f"0{i % 10}:00:02,40")),
+                         order="time bpm" if i == 7 else "bpm time")
+        body += record(HRV, "Watch", t0, t1, f"{40 + i}.5", unit="ms", children=beats + md.lstrip())
+    return body
+
+
+def test_records_with_children_interleaved_and_split_across_tiny_chunks(tmp_path, monkeypatch):
+    path = write(tmp_path, "mixed.xml", export_xml(mixed_body()))
+    whole = parsed_rows(path)
+    assert whole == reference_rows(path)
+    hr = [k for k in whole[0] if k[0] == "heart_rate"]
+    assert len(hr) == 60 and sum(1 for k in hr if k[9] == '{"HKMetadataKeyHeartRateMotionContext":"1"}') == 30
+    beats = [json.loads(p) for _, p in whole[1]]
+    assert len(beats) == 30 and all(b["beats"][0][1] == "61" for b in beats)  # [time, bpm]
+    assert {b["attributes"]["value"] for b in beats} == {f"{40 + i}.5" for i in range(30)}
+    for chunk in (13, 61, 997):  # every Record (and beat list) is cut by some chunk end
+        monkeypatch.setattr(source_mod, "CHUNK", chunk)
+        assert parsed_rows(path) == whole
+
+
+def test_attribute_order_does_not_matter(tmp_path):
+    a = ('type="HKQuantityTypeIdentifierStepCount" sourceName="Phone" unit="count" device="{d}" '
+         'startDate="2024-03-02 10:00:00 +0100" endDate="2024-03-02 10:05:00 +0100" value="12"')
+    b = ('value="12" endDate="2024-03-02 10:05:00 +0100" device="{d}" startDate="2024-03-02 10:00:00 +0100" '
+         'unit="count" sourceName="Phone" type="HKQuantityTypeIdentifierStepCount"')
+    d = PHONE_DEVICE.format(n=5)
+    rows = []
+    for attrs in (a, b):
+        path = write(tmp_path, "order.xml", export_xml(f"  <Record {attrs.format(d=d)}/>\n"))
+        (s,) = collect(path)["samples"]
+        rows.append(s)
+    assert rows[0] == rows[1]
+    assert rows[0]["value"] == 12 and rows[0]["device"].startswith("name:iPhone")
+
+
+def test_entities_and_character_references_in_values(tmp_path):
+    body = (
+        record(HR, "Anna &amp; Bob&apos;s Watch &lt;2&gt;", "2024-03-02 10:00:00 +0100",
+               "2024-03-02 10:00:00 +0100", "61", unit="count/min",
+               children='<MetadataEntry key="note" value="a &quot;b&quot; &#183; c"/>')
+        + record("HKQuantityTypeIdentifierVO2Max", "Anna &amp; Bob&apos;s Watch &lt;2&gt;", "2024-03-02 11:00:00 +0100",
+                 "2024-03-02 11:00:00 +0100", "41.2", unit="mL/min&#183;kg")
+    )
+    out = collect(write(tmp_path, "ent.xml", export_xml(body)))
+    by_metric = {s["metric"]: s for s in out["samples"]}
+    assert by_metric["heart_rate"]["source_name"] == "Anna & Bob's Watch <2>"
+    assert json.loads(by_metric["heart_rate"]["detail"]) == {"note": 'a "b" · c'}
+    assert by_metric["vo2max"]["unit"] == "ml/kg/min" and by_metric["vo2max"]["value"] == pytest.approx(41.2)
+
+
+def test_malformed_xml_in_and_after_a_beat_list_keeps_its_line_and_column(tmp_path):
+    text = export_xml(mixed_body())
+    lines = text.splitlines(keepends=True)
+    # a broken beat element inside the last beat list: expat must still see it
+    last = max(i for i, ln in enumerate(lines) if "<InstantaneousBeatsPerMinute" in ln)
+    broken = lines[:last] + [lines[last].replace("/>", ">")] + lines[last + 1:]
+    with pytest.raises(SourceFormatError, match=rf"line {last + 2}, column \d+\): malformed XML"):
+        list(read_export(write(tmp_path, "b1.xml", "".join(broken))))
+    # an error after (well-formed, cut-out) beat lists: same line and column as without them
+    target = max(i for i, ln in enumerate(lines) if ln.strip() == "</Record>")
+    bad = lines[:target] + ["  <Oops a='1' a='2'/>\n"] + lines[target:]
+    plain = pyexpat.ParserCreate()  # where expat alone puts the error
+    with pytest.raises(pyexpat.ExpatError) as where:
+        plain.Parse("".join(bad).encode(), True)
+    assert where.value.lineno == target + 1
+    at = rf"line {target + 1}, column {where.value.offset + 1}\): malformed XML: duplicate attribute"
+    with pytest.raises(SourceFormatError, match=at):
+        list(read_export(write(tmp_path, "b2.xml", "".join(bad))))
+
+
+def test_unreadable_date_in_a_category_record_names_its_line(tmp_path):
+    body = record(HR, "W", "2024-03-02 10:00:00 +0100", "2024-03-02 10:00:00 +0100", "60", unit="count/min") + record(
+        "HKCategoryTypeIdentifierMindfulSession", "Breathe", "2024-03-02 12:00:00 +0100", "yesterday", None
+    )
+    with pytest.raises(SourceFormatError, match=r"line 8, column 3\): malformed XML: unrecognised date 'yesterday'"):
+        list(read_export(write(tmp_path, "date.xml", export_xml(body))))
