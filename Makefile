@@ -31,6 +31,7 @@ lint: $(VENV)/.test-installed
 	$(BIN)/lint-imports
 
 bench: $(VENV)/.test-installed
+	$(BIN)/pip install --quiet -e '.[bench]'
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:

@@ -55,3 +55,13 @@ def test_every_command_has_help_and_is_in_the_readme():
             if param.param_type_name == "option" and not getattr(param, "hidden", False):
                 assert (param.help or "").strip(), f"`rhythm {name}` option {param.opts} has no help"
         assert any(d.strip() == name for d in documented), f"`rhythm {name}` is missing from the README command table"
+
+
+def test_shared_vocabulary_matches_the_simulator():
+    """common/ and simulator/ each spell the actions and slots (the simulator imports nothing
+    from the project); they must agree, in the same order, for ids to mean the same thing."""
+    from common import records
+    from simulator import spec
+
+    assert tuple(records.ACTIONS) == tuple(spec.ACTIONS)
+    assert tuple(records.SLOTS) == tuple(spec.SLOTS)
