@@ -172,7 +172,7 @@ def markdown(
     ]
     if extra:
         lines += [
-            "Students (one thread; ms per decision include prompt rendering, the model and parsing):",
+            "Students (one thread; ms per decision: the model call under llama.cpp, rendering + decoding for PyTorch):",
             "",
         ]
         lines += [
