@@ -32,7 +32,7 @@ from common.errors import SourceFormatError
 from common.records import RawRecord, Sample, SleepSession
 
 SOURCE = "garmin"
-SOURCE_NAME = "garmin_connect_export"
+SOURCE_NAME = "garmin_connect"  # the same as the live sync, so both paths dedupe to one row
 
 HEALTH_STATUS_METRICS = {
     "HRV": ("hrv_rmssd", "ms"),
