@@ -172,6 +172,7 @@ def write_llama_gguf(
     *,
     dtype: str = "f16",
     chat_template: str | None = None,
+    metadata: Mapping[str, str] | None = None,
 ) -> Path:
     """Write ``tensors`` (Hugging Face ``LlamaForCausalLM`` names -> arrays or torch tensors)
     as a llama.cpp GGUF at ``path``; returns the path.
@@ -179,7 +180,8 @@ def write_llama_gguf(
     ``tokenizer``: a byte-level BPE ``tokenizers.Tokenizer``, its JSON dict, or a
     ``tokenizer.json`` path. ``dtype``: ``"f16"`` or ``"f32"`` for the matrices. Without
     ``lm_head.weight`` the output layer is tied to the embeddings. ``chat_template``: a
-    Jinja template stored as ``tokenizer.chat_template`` (used by chat completion)."""
+    Jinja template stored as ``tokenizer.chat_template`` (used by chat completion).
+    ``metadata``: extra string keys (e.g. ``rhythm.prompt_format``); quantizing keeps them."""
     import gguf  # the ml extra; imported here so the agent package imports without it
 
     if dtype not in ("f16", "f32"):
@@ -219,6 +221,8 @@ def write_llama_gguf(
     writer.add_add_bos_token(bool(config.add_bos_token))
     if chat_template is not None:
         writer.add_chat_template(chat_template)
+    for key, value in (metadata or {}).items():
+        writer.add_string(str(key), str(value))
 
     for name, data in prepared:
         writer.add_tensor(name, data)

@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from agent.prompting import OUTPUT_GBNF, ParsedOutput, parse_output, render_chat, render_compact
+from agent.prompting import (
+    FORMAT_VERSION,
+    OUTPUT_GBNF,
+    PROMPT_FORMATS,
+    ParsedOutput,
+    parse_output,
+    render_chat,
+    render_compact,
+)
 from agent.runtime import Model
 from simulator.policies import heuristic_action
 
@@ -38,7 +46,8 @@ class LLMPolicy:
     instruct models). ``context``: ``events``/``feedback`` for the real-data path (see
     :mod:`agent.prompting`); untrusted text is sanitised there. ``max_tokens``: the answer's
     budget. ``chat_rows``: history rows in the chat form (the compact form always shows the
-    whole week).
+    whole week). ``prompt_format``: the compact format (:data:`agent.prompting.PROMPT_FORMATS`);
+    by default the model's own (its ``prompt_format`` attribute, read from the GGUF), else v1.
 
     Counters: ``decisions`` and ``invalid_outputs`` since construction, ``episode_invalid``
     in the current episode; ``last_prompt``, ``last_output`` and ``last_parsed`` keep the
@@ -51,9 +60,13 @@ class LLMPolicy:
         context: Mapping[str, Any] | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         chat_rows: int = DEFAULT_CHAT_ROWS,
+        prompt_format: str | None = None,
     ) -> None:
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+        if prompt_format is not None and prompt_format not in PROMPT_FORMATS:
+            raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, got {prompt_format!r}")
+        self._prompt_format = prompt_format
         self.model = model
         self.form = form
         self.context = context
@@ -67,6 +80,14 @@ class LLMPolicy:
         self.last_parsed: ParsedOutput | None = None
         self._history: list[dict[str, Any]] = []
         self._beliefs: list[tuple[float, float, float] | None] = []
+
+    @property
+    def prompt_format(self) -> str:
+        """The compact prompt format in use (asks the model once: a GGUF loads then)."""
+        if self._prompt_format is None:
+            fmt = getattr(self.model, "prompt_format", None)
+            self._prompt_format = fmt if fmt in PROMPT_FORMATS else FORMAT_VERSION
+        return self._prompt_format
 
     @property
     def history(self) -> list[dict[str, Any]]:
@@ -89,7 +110,7 @@ class LLMPolicy:
     def prompt(self) -> str | list[dict[str, str]]:
         """The prompt for the decision after the last observation seen."""
         if self.form == "compact":
-            return render_compact(self._history, self.context, self._beliefs)
+            return render_compact(self._history, self.context, self._beliefs, fmt=self.prompt_format)
         return render_chat(self._history, self.context, self._beliefs, max_rows=self.chat_rows)
 
     def act(self, observation: dict[str, Any]) -> tuple[int, np.ndarray | None]:

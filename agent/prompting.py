@@ -39,6 +39,11 @@ The text ends with the next slot and a colon; the model's output line continues 
 prompt + the output: the prefix never changes (llama.cpp reuses its KV cache), and a whole
 episode is one training sequence.
 
+Format ``rhythm v2`` (``fmt=FORMAT_V2``) is the same text without the `` b=...`` of past
+steps: a student cannot copy its earlier belief, it must infer the person every step. The
+answer line is unchanged, so the next prompt still extends this one up to the answer's
+action. Training hides the beliefs with an attention mask (``training.sft``).
+
 Untrusted text (calendar titles, free-text feedback) is stripped of control and format
 characters, newlines and double quotes, truncated, and written inside double quotes on a
 line of its own; it can neither end its field nor start a line. What the model may answer
@@ -57,6 +62,13 @@ from typing import Any
 from simulator import spec
 
 FORMAT_VERSION = "rhythm v1"
+#: Prompt formats. ``rhythm v1`` shows the belief the agent emitted with each past step
+#: (`` b=...``); ``rhythm v2`` shows only the actions: a v2 student must infer the person from
+#: the meters every step, it cannot copy (and compound) its own earlier belief. A model says
+#: which one it reads (GGUF key :data:`GGUF_FORMAT_KEY`, ``checkpoint.json``).
+FORMAT_V2 = "rhythm v2"
+PROMPT_FORMATS = (FORMAT_VERSION, FORMAT_V2)
+GGUF_FORMAT_KEY = "rhythm.prompt_format"
 #: Longest calendar title / free-text field kept, in characters (after sanitising).
 MAX_TEXT_CHARS = 48
 #: At most this many calendar events and feedback items are rendered (the first / the last).
@@ -411,6 +423,8 @@ def render_compact(
     history: Sequence[Mapping[str, Any]],
     context: Mapping[str, Any] | None = None,
     beliefs: Sequence[Any] | None = None,
+    fmt: str = FORMAT_VERSION,
+    history_beliefs: bool | None = None,
 ) -> str:
     """The compact prompt for the decision after ``history[-1]``.
 
@@ -419,12 +433,21 @@ def render_compact(
     see :func:`sanitize_text`). ``beliefs``: the belief emitted at each completed step (one
     per observation after the first; None where none was emitted); omitted lines carry no
     ``b=``. Ends with ``SLOT:`` of the next step, or with a newline when the week is over.
+    ``fmt``: one of :data:`PROMPT_FORMATS` (the first line); ``history_beliefs``: whether
+    past beliefs are written (default: v1 yes, v2 no; training writes them for v2 too and
+    hides them from later tokens with an attention mask).
     Raises ValueError on a malformed history; untrusted text never makes it raise."""
+    if fmt not in PROMPT_FORMATS:
+        raise ValueError(f"unknown prompt format {fmt!r}; expected one of {PROMPT_FORMATS}")
     ctx = _check_context(context)
     t0, meters0, steps = _read(history)
     blf = _check_beliefs(beliefs, len(steps))
+    if history_beliefs is None:
+        history_beliefs = fmt == FORMAT_VERSION
+    if not history_beliefs:
+        blf = [None] * len(steps)
     day = t0 // spec.SLOTS_PER_DAY
-    lines = [FORMAT_VERSION, *_compact_context(ctx), f"day {day}"]
+    lines = [fmt, *_compact_context(ctx), f"day {day}"]
     lines.append("m " + " ".join(_unit(v) for v in meters0))
     t = t0
     for step, b in zip(steps, blf, strict=True):

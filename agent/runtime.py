@@ -124,6 +124,15 @@ class LlamaCppModel:
             detail = str(exc) or "empty prompt (no tokens)"
             raise ModelError(f"{self.path.name}: {detail}") from None
 
+    @property
+    def prompt_format(self) -> str | None:
+        """The compact prompt format the GGUF says it was trained on (key
+        ``rhythm.prompt_format``), None when it says nothing (loads the model)."""
+        from agent.prompting import GGUF_FORMAT_KEY
+
+        metadata = getattr(self._load(), "metadata", None) or {}
+        return metadata.get(GGUF_FORMAT_KEY)
+
     def n_tokens(self, text: str) -> int:
         """How many tokens ``text`` is for this model (loads it)."""
         llm = self._load()

@@ -228,7 +228,13 @@ def recommend(
 def _llm_decision(
     path: Path, week: list[dict[str, Any]], events: list[dict[str, Any]], feedback: list[dict[str, Any]]
 ) -> tuple[int | None, str]:
-    from agent.prompting import OUTPUT_GBNF, parse_output, render_compact
+    from agent.prompting import (
+        FORMAT_VERSION,
+        OUTPUT_GBNF,
+        PROMPT_FORMATS,
+        parse_output,
+        render_compact,
+    )
     from agent.runtime import load_model
 
     fb = [
@@ -236,8 +242,11 @@ def _llm_decision(
          "day": f["local_day"].weekday(), "slot": f["slot"]}
         for f in feedback[-8:]
     ]
-    prompt = render_compact(week, {"events": events, "feedback": fb}, [None] * (len(week) - 1))
-    text = load_model(path).complete(prompt, grammar=OUTPUT_GBNF, max_tokens=24)
+    model = load_model(path)
+    fmt = getattr(model, "prompt_format", None)
+    fmt = fmt if fmt in PROMPT_FORMATS else FORMAT_VERSION
+    prompt = render_compact(week, {"events": events, "feedback": fb}, [None] * (len(week) - 1), fmt=fmt)
+    text = model.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=24)
     parsed = parse_output(text)
     if not parsed.valid:
         return None, parsed.error or "invalid output"

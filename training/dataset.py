@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from agent.prompting import render_compact
+from agent.prompting import FORMAT_V2, PROMPT_FORMATS, render_compact
 from simulator import spec
 from training.common import (
     Progress,
@@ -62,17 +62,41 @@ class Args:
         "", "reuse this tokenizer.json instead of training one (refinement data)"
     )
     seed: int = help_field(0, "seed of the train/val split")
+    prompt_format: str = help_field(
+        FORMAT_V2,
+        "rhythm v2 (past beliefs hidden from later steps: the student infers every step) or rhythm v1",
+    )
 
 
-def episode_text(rec: dict[str, Any], context: dict[str, Any] | None = None) -> str:
-    """The compact text of a whole episode with the teacher's beliefs (ends with a newline)."""
+def episode_text(
+    rec: dict[str, Any], context: dict[str, Any] | None = None, fmt: str = FORMAT_V2
+) -> str:
+    """The compact text of a whole episode with the teacher's beliefs (ends with a newline).
+
+    In format v2 the beliefs are written too (they are the targets); :func:`encode_episode`
+    marks them so that training hides each from the steps after it."""
+    if fmt not in PROMPT_FORMATS:
+        raise ValueError(f"unknown prompt format {fmt!r}")
     beliefs = [None if b is None else tuple(b) for b in rec["beliefs"]]
-    return render_compact(rec["observations"], context or rec.get("context"), beliefs)
+    return render_compact(
+        rec["observations"], context or rec.get("context"), beliefs, fmt=fmt, history_beliefs=True
+    )
 
 
 def target_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the answers (``ACTION b=S,M,W``) in an episode text."""
     return [m.span("target") for m in _TARGET_RE.finditer(text)]
+
+
+def belief_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the beliefs of the answers, leading space included (`` b=S,M,W``):
+    what a v2 prompt leaves out of past steps."""
+    out = []
+    for m in _TARGET_RE.finditer(text):
+        a, b = m.span("target")
+        k = text.index(" b=", a, b)
+        out.append((k, b))
+    return out
 
 
 def train_tokenizer(texts: list[str], vocab_size: int):
@@ -98,33 +122,53 @@ def load_tokenizer(path: str | Path):
     return Tokenizer.from_file(str(path))
 
 
-def encode_episode(tok, text: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, mask)``: ``<|endoftext|>`` + the text's tokens; mask 1 on answer tokens."""
-    enc = tok.encode(text)
-    ids = np.array([tok.token_to_id(EOS), *enc.ids], dtype=np.int32)
-    mask = np.zeros(len(ids), dtype=np.uint8)
-    spans = target_spans(text)
-    offs = enc.offsets
+def _mark(offsets: list[tuple[int, int]], spans: list[tuple[int, int]], n: int) -> np.ndarray:
+    """1 at (1 + i) for each token i that lies inside one of ``spans`` (sorted)."""
+    out = np.zeros(n, dtype=np.uint8)
     j = 0
-    for i, (a, b) in enumerate(offs):
+    for i, (a, b) in enumerate(offsets):
         while j < len(spans) and spans[j][1] <= a:
             j += 1
         if j < len(spans) and a >= spans[j][0] and b <= spans[j][1] and b > a:
-            mask[i + 1] = 1
-    return ids, mask
+            out[i + 1] = 1
+    return out
 
 
-def _pack(items: list[tuple[np.ndarray, np.ndarray]], pad: int) -> dict[str, np.ndarray]:
+def encode_episode(tok, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ids, mask, hide)``: ``<|endoftext|>`` + the text's tokens; ``mask`` 1 on answer
+    tokens; ``hide`` numbers the belief spans (1, 2, ...; 0 elsewhere), which a v2 student
+    sees only while writing them (:func:`training.sft.hidden_belief_layout`)."""
+    enc = tok.encode(text)
+    ids = np.array([tok.token_to_id(EOS), *enc.ids], dtype=np.int32)
+    offs = list(enc.offsets)
+    mask = _mark(offs, target_spans(text), len(ids))
+    hide = np.zeros(len(ids), dtype=np.uint16)
+    run = 0
+    for i, flag in enumerate(_mark(offs, belief_spans(text), len(ids))):
+        if flag:
+            run += int(not hide[i - 1])
+            hide[i] = run
+    return ids, mask, hide
+
+
+def _pack(
+    items: list[tuple[np.ndarray, np.ndarray, np.ndarray]], pad: int, with_hide: bool
+) -> dict[str, np.ndarray]:
     n = len(items)
-    length = max(len(i) for i, _ in items)
+    length = max(len(i) for i, _, _ in items)
     ids = np.full((n, length), pad, dtype=np.int32)
     mask = np.zeros((n, length), dtype=np.uint8)
+    hide = np.zeros((n, length), dtype=np.uint16)
     lengths = np.zeros(n, dtype=np.int32)
-    for k, (i, m) in enumerate(items):
+    for k, (i, m, h) in enumerate(items):
         ids[k, : len(i)] = i
         mask[k, : len(m)] = m
+        hide[k, : len(h)] = h
         lengths[k] = len(i)
-    return {"ids": ids, "mask": mask, "lengths": lengths}
+    out = {"ids": ids, "mask": mask, "lengths": lengths}
+    if with_hide:
+        out["hide"] = hide
+    return out
 
 
 def main(args: Args, progress: Progress = no_progress) -> Path:
@@ -132,7 +176,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     out = prepare_output(args.out, "dataset", args, args.rollouts)
     t0 = time.time()
     records = [r for p in args.rollouts for r in read_rollouts(p)]
-    texts = [episode_text(r) for r in records]
+    texts = [episode_text(r, fmt=args.prompt_format) for r in records]
     progress("dataset", 1, 3)
     rng = np.random.default_rng(args.seed)
     order = rng.permutation(len(texts))
@@ -153,7 +197,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     for name, idx in (("train", train_idx), ("val", val_idx)):
         if not idx:
             continue
-        arrays = _pack([encoded[i] for i in idx], pad)
+        arrays = _pack([encoded[i] for i in idx], pad, args.prompt_format == FORMAT_V2)
         arrays["seeds"] = np.array([records[i]["seed"] for i in idx], dtype=np.int64)
         np.savez_compressed(out / f"{name}.npz", **arrays)
         files.append(out / f"{name}.npz")
@@ -162,12 +206,13 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
             f.write(json.dumps(records[i], separators=(",", ":")) + "\n")
     files.append(out / "val_episodes.jsonl")
 
-    lengths = np.array([len(i) for i, _ in encoded])
-    targets = np.array([int(m.sum()) for _, m in encoded])
+    lengths = np.array([len(i) for i, _, _ in encoded])
+    targets = np.array([int(m.sum()) for _, m, _ in encoded])
     spans = np.array([len(target_spans(t)) for t in texts])
     numbers_single = sum(len(tok.encode(f"{k:02d}").ids) == 1 for k in range(100))
     stats = {
         "format": FORMAT,
+        "prompt_format": args.prompt_format,
         "episodes": len(texts),
         "train_episodes": len(train_idx),
         "val_episodes": len(val_idx),

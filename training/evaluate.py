@@ -67,6 +67,10 @@ class TimedModel:
         self.calls = 0
         self.seconds = 0.0
 
+    @property
+    def prompt_format(self):
+        return getattr(self.model, "prompt_format", None)
+
     def complete(self, prompt, *, grammar=None, max_tokens=16):
         t0 = time.perf_counter()
         try:

@@ -79,7 +79,7 @@ def load_student(checkpoint: str | Path, adapter: str = ""):
     return model
 
 
-def write_gguf(model, tokenizer_path: Path, path: Path) -> Path:
+def write_gguf(model, tokenizer_path: Path, path: Path, prompt_format: str = "rhythm v1") -> Path:
     from agent.gguf_writer import LlamaConfig, write_llama_gguf
     from training.dataset import EOS, load_tokenizer
 
@@ -91,7 +91,11 @@ def write_gguf(model, tokenizer_path: Path, path: Path) -> Path:
     tensors = dict(model.state_dict())
     if model.config.tie_word_embeddings:
         tensors.pop("lm_head.weight", None)  # llama.cpp ties the output to token_embd
-    return write_llama_gguf(path, config, tensors, tok, dtype="f32")
+    from agent.prompting import GGUF_FORMAT_KEY
+
+    return write_llama_gguf(
+        path, config, tensors, tok, dtype="f32", metadata={GGUF_FORMAT_KEY: prompt_format}
+    )
 
 
 _SILENT: list = []
@@ -119,7 +123,9 @@ def quantize(src: Path, dst: Path, kind: str, threads: int = 2) -> Path:
     return dst
 
 
-def parity_prompts(val_path: Path, episodes: int, steps: list[int]) -> list[dict[str, Any]]:
+def parity_prompts(
+    val_path: Path, episodes: int, steps: list[int], fmt: str = "rhythm v1"
+) -> list[dict[str, Any]]:
     from agent.prompting import render_compact
     from simulator import spec
     from training.rollouts import read_rollouts
@@ -136,7 +142,9 @@ def parity_prompts(val_path: Path, episodes: int, steps: list[int]) -> list[dict
                         "seed": rec["seed"],
                         "t": t,
                         "teacher_action": rec["actions"][t],
-                        "prompt": render_compact(rec["observations"][: t + 1], None, beliefs),
+                        "prompt": render_compact(
+                            rec["observations"][: t + 1], None, beliefs, fmt=fmt
+                        ),
                     }
                 )
     return prompts
@@ -197,7 +205,10 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
             (merged / "checkpoint.json").write_bytes((ck / "checkpoint.json").read_bytes())
         ck = merged
     total = 2 + len(args.quants)
-    f32 = write_gguf(model, ck / "tokenizer.json", out / "student-f32.gguf")
+    from training.sft import checkpoint_prompt_format
+
+    fmt = checkpoint_prompt_format(ck)
+    f32 = write_gguf(model, ck / "tokenizer.json", out / "student-f32.gguf", fmt)
     progress("export", 1, total)
     files = {"f32": f32}
     for i, kind in enumerate(args.quants):
@@ -205,7 +216,7 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
         progress("export", 2 + i, total)
 
     prompts = parity_prompts(
-        Path(args.data) / "val_episodes.jsonl", args.parity_episodes, args.parity_steps
+        Path(args.data) / "val_episodes.jsonl", args.parity_episodes, args.parity_steps, fmt
     )
     student = TorchStudent(ck, threads=1)
     torch_answers = [student.complete(p["prompt"]) for p in prompts]

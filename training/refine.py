@@ -122,8 +122,8 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
                 len(train["ids"]), size=min(args.batch_size, len(train["ids"])), replace=False
             )
         )
-        ids, mask = batch_tensors(train, idx)
-        loss, _ = masked_loss(inner, ids, mask)
+        ids, mask, hide = batch_tensors(train, idx)
+        loss, _ = masked_loss(inner, ids, mask, hide)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -68,6 +68,10 @@ class Args:
     threads: int = help_field(2, "torch threads")
     init_from: str = help_field("", "start from this checkpoint folder instead of random weights")
     seed: int = help_field(0, "seed (init, batch order)")
+    device: str = help_field("cpu", "torch device (cpu; cuda where a GPU is lent)")
+    belief_weight: float = help_field(
+        2.0, "loss weight of belief tokens relative to action tokens (v2 data)"
+    )
 
 
 def load_split(data: str | Path, name: str) -> dict[str, np.ndarray] | None:
@@ -100,39 +104,91 @@ def build_model(args: Args, vocab_size: int, eos_id: int):
     return LlamaForCausalLM(config)
 
 
-def masked_loss(model, ids, mask):
-    """Mean cross-entropy over the answer tokens (``mask``), and the number of them."""
+def hidden_belief_layout(hide: np.ndarray) -> tuple[Any, Any]:
+    """``(position_ids (B, L), attention mask (B, 1, L, L) bool)`` for format v2 sequences.
+
+    ``hide`` (B, L) numbers the belief spans (dataset stage). A span is visible only to its
+    own tokens (the student writing it), never to later ones, and the tokens after it take
+    the positions they would have without it: training on the whole week in one sequence
+    then computes exactly what llama.cpp computes on a v2 prompt, which leaves past beliefs
+    out (checked by the tests)."""
+    import torch
+
+    b, n = hide.shape
+    pos = np.tile(np.arange(n, dtype=np.int64), (b, 1))
+    end = np.full((b, n), -1, dtype=np.int64)  # per key: last index of its span
+    for r in range(b):
+        h = hide[r].astype(np.int64)
+        spans = np.flatnonzero(h)
+        if not len(spans):
+            continue
+        ids = h[spans]
+        starts = spans[np.r_[True, ids[1:] != ids[:-1]]]
+        stops = spans[np.r_[ids[1:] != ids[:-1], True]]
+        for a, z in zip(starts, stops, strict=True):
+            pos[r, z + 1 :] -= z - a + 1  # a span's own tokens keep the earlier spans' shift
+            end[r, a : z + 1] = z
+    q = torch.arange(n).view(1, n, 1)
+    k = torch.arange(n).view(1, 1, n)
+    end_t = torch.from_numpy(end).view(b, 1, n)
+    allowed = (k <= q) & ((end_t < 0) | (q <= end_t))
+    return torch.from_numpy(pos), allowed.unsqueeze(1)
+
+
+def forward_hidden(model, ids, hide=None):
+    """Last hidden states; with ``hide`` (v2) under :func:`hidden_belief_layout`."""
+    if hide is None:
+        return model.model(input_ids=ids).last_hidden_state
+    pos, allowed = hidden_belief_layout(hide.cpu().numpy())
+    dev = ids.device
+    return model.model(
+        input_ids=ids, position_ids=pos.to(dev), attention_mask=allowed.to(dev)
+    ).last_hidden_state
+
+
+def masked_loss(model, ids, mask, hide=None, belief_weight: float = 1.0):
+    """Cross-entropy over the answer tokens (``mask``), and the number of them; belief
+    tokens (``hide`` > 0, v2 data) weigh ``belief_weight``."""
     import torch.nn.functional as F
 
-    hidden = model.model(input_ids=ids).last_hidden_state[:, :-1]
+    hidden = forward_hidden(model, ids, hide)[:, :-1]
     sel = mask[:, 1:].bool()
     logits = model.lm_head(hidden[sel])
     targets = ids[:, 1:][sel]
-    return F.cross_entropy(logits.float(), targets.long()), int(sel.sum())
+    losses = F.cross_entropy(logits.float(), targets.long(), reduction="none")
+    if hide is None or belief_weight == 1.0:
+        return losses.mean(), int(sel.sum())
+    w = 1.0 + (belief_weight - 1.0) * (hide[:, 1:][sel] > 0).float()
+    return (losses * w).sum() / w.sum(), int(sel.sum())
 
 
 def batch_tensors(split: dict[str, np.ndarray], idx: np.ndarray):
+    """``(ids, mask, hide or None)`` of episodes ``idx``, cut to the longest."""
     import torch
 
     n = int(split["lengths"][idx].max())
+    hide = split.get("hide")
     return (
         torch.from_numpy(split["ids"][idx, :n].astype(np.int64)),
         torch.from_numpy(split["mask"][idx, :n].astype(np.int64)),
+        None if hide is None else torch.from_numpy(hide[idx, :n].astype(np.int64)),
     )
 
 
-def evaluate_split(model, split, batch_size: int, bf16: bool) -> dict[str, float]:
+def evaluate_split(model, split, batch_size: int, bf16: bool, device: str = "cpu") -> dict[str, float]:
     """Val loss on answer tokens and teacher-forced accuracy of the answers' first token
     (the action) and of all answer tokens."""
     import torch
 
     model.eval()
     tot, n, first_ok, first_n, all_ok = 0.0, 0, 0, 0, 0
-    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+    with torch.no_grad(), torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=bf16):
         for lo in range(0, len(split["ids"]), batch_size):
             idx = np.arange(lo, min(lo + batch_size, len(split["ids"])))
-            ids, mask = batch_tensors(split, idx)
-            hidden = model.model(input_ids=ids).last_hidden_state[:, :-1]
+            ids, mask, hide = (
+                None if t is None else t.to(device) for t in batch_tensors(split, idx)
+            )
+            hidden = forward_hidden(model, ids, hide)[:, :-1]
             sel = mask[:, 1:].bool()
             logits = model.lm_head(hidden[sel]).float()
             targets = ids[:, 1:][sel]
@@ -151,6 +207,21 @@ def evaluate_split(model, split, batch_size: int, bf16: bool) -> dict[str, float
         "val_token_acc": all_ok / max(n, 1),
         "val_action_acc": first_ok / max(first_n, 1),
     }
+
+
+def prompt_format_of(data: str | Path) -> str:
+    """The prompt format of a stage 2 dataset (``rhythm v1`` for datasets made before v2)."""
+    p = Path(data) / "stats.json"
+    stats = json.loads(p.read_text()) if p.exists() else {}
+    return stats.get("prompt_format", "rhythm v1")
+
+
+def checkpoint_prompt_format(checkpoint: str | Path) -> str:
+    """The prompt format a checkpoint folder was trained on."""
+    p = Path(checkpoint) / "checkpoint.json"
+    desc = json.loads(p.read_text()) if p.exists() else {}
+    fmt = desc.get("prompt_format", "rhythm v1")
+    return fmt if fmt in ("rhythm v1", "rhythm v2") else "rhythm v1"
 
 
 def save_checkpoint(
@@ -182,7 +253,8 @@ def save_checkpoint(
                 "tie_word_embeddings",
             )
         },
-        "prompt_format": "agent.prompting.render_compact (rhythm v1); answer ACTION b=S,M,W under OUTPUT_GBNF",
+        "prompt_format": prompt_format_of(data),
+        "prompt": "agent.prompting.render_compact (first line: the prompt format); answer ACTION b=S,M,W under OUTPUT_GBNF",
         "bos": "<|endoftext|> first (add_bos)",
         "data": str(data),
         "data_stats": json.loads(stats_path.read_text()) if stats_path.exists() else None,
@@ -244,6 +316,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         model = LlamaForCausalLM.from_pretrained(args.init_from)
     else:
         model = build_model(args, tok.get_vocab_size(), eos)
+    model.to(args.device)
     n_params = sum(p.numel() for p in model.parameters())
     log(
         f"sft: {n_params / 1e6:.2f}M parameters, {len(train['ids'])} train episodes, budget {args.minutes} min / {args.steps} steps"
@@ -287,11 +360,13 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
             order, pos = rng.permutation(len(train["ids"])), 0
         idx = np.sort(order[pos : pos + args.batch_size])
         pos += args.batch_size
-        ids, mask = batch_tensors(train, idx)
+        ids, mask, hide = (
+            None if t is None else t.to(args.device) for t in batch_tensors(train, idx)
+        )
         for g in opt.param_groups:
             g["lr"] = lr_at(step - 1)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
-            loss, _ = masked_loss(model, ids, mask)
+        with torch.autocast(args.device.split(":")[0], dtype=torch.bfloat16, enabled=args.bf16):
+            loss, _ = masked_loss(model, ids, mask, hide, args.belief_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -309,7 +384,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         }
         last = step == args.steps or elapsed > args.minutes * 60
         if val is not None and (step % args.eval_every == 0 or last):
-            row.update(evaluate_split(model, val, args.batch_size, args.bf16))
+            row.update(evaluate_split(model, val, args.batch_size, args.bf16, args.device))
             metrics = {
                 "step": step,
                 "tokens": tokens,

@@ -67,6 +67,9 @@ class TorchStudent:
         self.model = LlamaForCausalLM.from_pretrained(str(checkpoint)).eval()
         self.tok = Tokenizer.from_file(str(Path(checkpoint) / "tokenizer.json"))
         self.decoder = GrammarDecoder(self.tok)
+        from training.sft import checkpoint_prompt_format
+
+        self.prompt_format = checkpoint_prompt_format(checkpoint)
         self.bos = self.decoder.eos
         self.max_tokens = max_tokens
         self.decisions = 0
@@ -138,7 +141,9 @@ class TorchStudent:
         if self._history and int(observation["t"]) != int(self._history[-1]["t"]) + 1:
             self.reset(0)
         self._history.append(dict(observation))
-        text = self.complete(render_compact(self._history, None, self._beliefs))
+        text = self.complete(
+            render_compact(self._history, None, self._beliefs, fmt=self.prompt_format)
+        )
         parsed = parse_output(text)
         self.decisions += 1
         self.seconds += time.perf_counter() - t0

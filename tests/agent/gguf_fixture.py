@@ -105,7 +105,13 @@ def random_llama_tensors(config: LlamaConfig, seed: int = 0) -> dict[str, np.nda
 
 
 def build_tiny_gguf(
-    path: str | Path, *, seed: int = 0, dtype: str = "f16", n_ctx: int = 2048, vocab_size: int = 512
+    path: str | Path,
+    *,
+    seed: int = 0,
+    dtype: str = "f16",
+    n_ctx: int = 2048,
+    vocab_size: int = 512,
+    metadata: dict[str, str] | None = None,
 ):
     """Write a 2-layer, 64-wide random Llama GGUF at ``path``; returns ``(path, tokenizer)``."""
     tok = train_tokenizer(episode_texts(), vocab_size)
@@ -126,6 +132,7 @@ def build_tiny_gguf(
         tok,
         dtype=dtype,
         chat_template=CHAT_TEMPLATE,
+        metadata=metadata,
     )
     return Path(path), tok
 

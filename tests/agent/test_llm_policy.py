@@ -148,3 +148,39 @@ def test_real_tiny_model_plays_a_week_without_invalid_output(tiny_gguf, form):  
     assert policy.decisions == spec.EPISODE_STEPS
     assert policy.invalid_outputs == 0
     assert env.belief is not None and 0.0 <= info["final_score"] <= 1.0
+
+
+def test_policy_speaks_the_prompt_format_the_model_was_trained_on():
+    model = ScriptedModel(default="SLEEP b=.20,.40,.60")
+    model.prompt_format = "rhythm v2"  # what a v2 GGUF reports (rhythm.prompt_format)
+    policy = LLMPolicy(model)
+    run_episode(policy)
+    assert policy.prompt_format == "rhythm v2"
+    assert all(p.startswith("rhythm v2\n") and " b=" not in p for p in model.prompts)
+    # v1 (a model that says nothing) shows the beliefs it emitted on the past steps
+    plain = ScriptedModel(default="SLEEP b=.20,.40,.60")
+    run_episode(LLMPolicy(plain))
+    assert plain.prompts[-1].startswith("rhythm v1\n")
+    assert plain.prompts[-1].count(" b=.20,.40,.60") == spec.EPISODE_STEPS - 1
+    # an explicit choice wins; an unknown one is refused
+    forced = ScriptedModel(default="SLEEP b=.20,.40,.60")
+    run_episode(LLMPolicy(forced, prompt_format="rhythm v2"))
+    assert " b=" not in forced.prompts[-1]
+    with pytest.raises(ValueError, match="prompt_format"):
+        LLMPolicy(forced, prompt_format="v3")
+
+
+@pytest.mark.ml
+@needs_llama_cpp
+def test_gguf_says_its_prompt_format(tmp_path):
+    from agent.prompting import GGUF_FORMAT_KEY
+    from tests.agent.gguf_fixture import build_tiny_gguf
+
+    v2, _ = build_tiny_gguf(tmp_path / "v2.gguf", metadata={GGUF_FORMAT_KEY: "rhythm v2"})
+    plain, _ = build_tiny_gguf(tmp_path / "plain.gguf")
+    assert LlamaCppModel(v2).prompt_format == "rhythm v2"
+    assert LlamaCppModel(plain).prompt_format is None
+    policy = LLMPolicy(LlamaCppModel(v2, n_ctx=2048))
+    run_episode(policy, seed=4)
+    assert policy.invalid_outputs == 0 and " b=" not in policy.last_prompt
+    assert policy.last_prompt.startswith("rhythm v2\n")

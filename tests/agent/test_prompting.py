@@ -437,3 +437,47 @@ def test_grammar_names_exactly_the_ten_actions():
     action_rule = next(line for line in OUTPUT_GBNF.splitlines() if line.startswith("action"))
     assert re.findall(r'"([A-Z_]+)"', action_rule) == list(spec.ACTIONS)
     assert OUTPUT_GBNF.startswith('root ::= action " b=" num "," num "," num\n')
+
+
+# --- prompt formats ------------------------------------------------------------------------
+
+
+def _week_with_beliefs(seed=3, steps=6):
+    env = RhythmEnv()
+    o, _ = env.reset(seed=seed)
+    policy = RandomPolicy()
+    policy.reset(seed)
+    history, beliefs = [o], []
+    for k in range(steps):
+        a, _ = policy.act(o)
+        b = (0.1 * (k % 10), 0.5, 0.93)
+        o, *_ = env.step({"action": a, "belief": b})
+        history.append(o)
+        beliefs.append(b)
+    return history, beliefs
+
+
+def test_v2_prompt_leaves_past_beliefs_out():
+    from agent.prompting import FORMAT_V2
+
+    history, beliefs = _week_with_beliefs()
+    v1 = render_compact(history, None, beliefs)
+    v2 = render_compact(history, None, beliefs, fmt=FORMAT_V2)
+    assert v1.splitlines()[0] == "rhythm v1" and v2.splitlines()[0] == "rhythm v2"
+    assert v1.count(" b=") == len(beliefs) and " b=" not in v2
+    # v2 is v1 without the belief of every past step (same lines otherwise)
+    stripped = re.sub(r" b=[0-9.]+,[0-9.]+,[0-9.]+", "", v1)
+    assert stripped.replace("rhythm v1", "rhythm v2", 1) == v2
+    # training writes them (and hides them with an attention mask instead)
+    assert render_compact(history, None, beliefs, fmt=FORMAT_V2, history_beliefs=True) == (
+        v1.replace("rhythm v1", "rhythm v2", 1)
+    )
+    # the prefix property holds in v2 too: the next prompt extends this one
+    nxt = render_compact(history + [history[-1] | {"t": history[-1]["t"] + 1}], None, None, fmt=FORMAT_V2)
+    assert nxt.startswith(v2)
+
+
+def test_unknown_prompt_format_is_refused():
+    history, beliefs = _week_with_beliefs(steps=1)
+    with pytest.raises(ValueError, match="unknown prompt format"):
+        render_compact(history, None, beliefs, fmt="rhythm v9")
