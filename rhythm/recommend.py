@@ -225,6 +225,27 @@ def recommend(
     return Plan(day, planned, b, sd, models[0] if models else BAYES_MODEL, observed, len(feedback), notes)
 
 
+def _finite(obs: dict[str, Any], *keys: str) -> bool:
+    try:
+        return all(np.isfinite(np.asarray(obs[k], dtype=float)).all() for k in keys)
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def _renderable_suffix(week: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The longest tail of the week that the compact prompt can show: every step in it has a
+    known action and finite meters (a slot with no data or no action label breaks the chain;
+    the model then sees the week from after the gap). Empty if the current slot has no
+    meters."""
+    k = len(week) - 1
+    while k > 0 and 0 <= int(np.asarray(week[k].get("last_action", -1)).reshape(-1)[0]) < len(ACTIONS) \
+            and _finite(week[k], "meters", "anomalies", "last_reward"):
+        k -= 1
+    while k < len(week) and not _finite(week[k], "meters"):
+        k += 1  # the first observation only shows its meters
+    return week[k:]
+
+
 def _llm_decision(
     path: Path, week: list[dict[str, Any]], events: list[dict[str, Any]], feedback: list[dict[str, Any]]
 ) -> tuple[int | None, str]:
@@ -242,10 +263,18 @@ def _llm_decision(
          "day": f["local_day"].weekday(), "slot": f["slot"]}
         for f in feedback[-8:]
     ]
+    history = _renderable_suffix(week)
+    if not history:
+        return None, "no meters for the current slot"
     model = load_model(path)
     fmt = getattr(model, "prompt_format", None)
     fmt = fmt if fmt in PROMPT_FORMATS else FORMAT_VERSION
-    prompt = render_compact(week, {"events": events, "feedback": fb}, [None] * (len(week) - 1), fmt=fmt)
+    try:
+        prompt = render_compact(
+            history, {"events": events, "feedback": fb}, [None] * (len(history) - 1), fmt=fmt
+        )
+    except ValueError as exc:  # a malformed observation: never a crash, the planner decides
+        return None, f"the week could not be rendered: {exc}"
     text = model.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=24)
     parsed = parse_output(text)
     if not parsed.valid:

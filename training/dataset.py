@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from agent.prompting import FORMAT_V2, PROMPT_FORMATS, render_compact
+from agent.prompting import FORMAT_V2, FORMAT_VERSION, PROMPT_FORMATS, render_compact
 from simulator import spec
 from training.common import (
     Progress,
@@ -63,13 +63,14 @@ class Args:
     )
     seed: int = help_field(0, "seed of the train/val split")
     prompt_format: str = help_field(
-        FORMAT_V2,
-        "rhythm v2 (past beliefs hidden from later steps: the student infers every step) or rhythm v1",
+        FORMAT_VERSION,
+        "rhythm v1 (past beliefs in the prompt) or rhythm v2 (hidden: the student must infer the "
+        "person from the meters every step; see docs/training.md for what it measured)",
     )
 
 
 def episode_text(
-    rec: dict[str, Any], context: dict[str, Any] | None = None, fmt: str = FORMAT_V2
+    rec: dict[str, Any], context: dict[str, Any] | None = None, fmt: str = FORMAT_VERSION
 ) -> str:
     """The compact text of a whole episode with the teacher's beliefs (ends with a newline).
 

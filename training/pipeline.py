@@ -280,7 +280,7 @@ def ship(root: Path, dest: Path, args: Args) -> Path:
         "",
         f"- Architecture: Llama, {ck['parameters'] / 1e6:.2f}M parameters, config `{json.dumps(ck['config'])}`",
         f"- File: `student-q8_0.gguf`, {src.stat().st_size / 1e6:.2f} MB, llama.cpp (llama-cpp-python), greedy under `agent.prompting.OUTPUT_GBNF`",
-        f"- Prompt: `agent.prompting.render_compact` (format `{ck.get('prompt_format', 'rhythm v1')}`, stored in the GGUF as "
+        f"- Prompt: `agent.prompting.render_compact` (format `{sft.checkpoint_prompt_format(root / 'sft' / 'checkpoint')}`, stored in the GGUF as "
         "`rhythm.prompt_format`), the whole week in context; answer `ACTION b=S,M,W`",
         f"- Data: {ck['data_stats']['episodes'] if ck.get('data_stats') else '?'} weeks of the Bayesian teacher (`bayes`) on "
         "in-distribution simulator profiles (seeds from 1,000,000; evaluation seeds are disjoint)",
@@ -296,7 +296,8 @@ def ship(root: Path, dest: Path, args: Args) -> Path:
         "| policy |" + table,
         "",
         "Limits: trained on the simulator only; its beliefs are about the simulator's three "
-        "dimensions (social, morning, work).",
+        "dimensions (social, morning, work). Compare its rows with `bayes` above: the "
+        "Bayesian agent stays available (`agent_backend = \"bayes\"` in config.toml).",
         "",
     ]
     (dest / "MODEL_CARD.md").write_text("\n".join(card))

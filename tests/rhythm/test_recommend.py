@@ -11,7 +11,11 @@ from common.records import ACTIONS, SLOTS
 from rhythm.recommend import Plan, recommend, record_feedback
 from rhythm.settings import load_settings
 from storage import open_db
-from tests.agent.gguf_fixture import needs_llama_cpp, tiny_gguf  # noqa: F401 (fixture)
+from tests.agent.gguf_fixture import (  # noqa: F401 (fixture)
+    HAVE_LLAMA_CPP,
+    needs_llama_cpp,
+    tiny_gguf,
+)
 
 DAY = date(2024, 5, 8)  # a Wednesday
 
@@ -63,7 +67,24 @@ def test_plans_the_rest_of_the_day_from_the_current_slot(settings):
     with open_db(settings.database, read_only=True) as db:
         rows = db.query("SELECT id, slot, action, belief_social, model FROM recommendations ORDER BY id")[1]
     assert [(r[1], r[2]) for r in rows] == [(s.slot, s.action) for s in plan.slots]
-    assert all(r[4] == "bayes-v1" for r in rows)
+    # the current slot: the bundled student where llama.cpp is installed; the rest: the planner
+    first = "llm:student-q8_0.gguf" if HAVE_LLAMA_CPP else "bayes-v1"
+    assert [r[4] for r in rows] == [first] + ["bayes-v1"] * (len(rows) - 1)
+
+
+def test_the_bundled_student_is_the_default_and_bayes_stays_available(settings):
+    from dataclasses import replace
+
+    from rhythm.recommend import bundled_model_path, choose_backend
+
+    bundled = bundled_model_path()
+    assert bundled is not None and bundled.name == "student-q8_0.gguf"
+    assert bundled.stat().st_size < 20e6  # the size bound
+    assert (bundled.parent / "MODEL_CARD.md").read_text().startswith("# Rhythm student")
+    expected = ("llm", bundled) if HAVE_LLAMA_CPP else ("bayes", None)
+    assert choose_backend(settings) == expected
+    plan = recommend(replace(settings, agent_backend="bayes"), now=_now(DAY, 14))
+    assert all(s.model == "bayes-v1" for s in plan.slots)
 
 
 def test_a_whole_other_day_gets_four_slots(settings):
@@ -130,13 +151,32 @@ def test_local_gguf_backend_stays_inside_the_grammar(settings, tiny_gguf):  # no
     assert all(slot.action in ACTIONS for slot in plan.slots)
 
 
-def test_llm_backend_without_a_model_is_a_clear_error(settings):
+def test_llm_backend_without_a_model_is_a_clear_error(settings, monkeypatch):
     from dataclasses import replace
 
     from common.errors import ModelError
+
+    monkeypatch.setattr("rhythm.recommend.bundled_model_path", lambda: None)  # an install without it
 
     with pytest.raises(ModelError, match="model_path"):
         recommend(replace(settings, agent_backend="llm"), day=DAY, now=_now(DAY, 8))
     with pytest.raises(ModelError, match="not found"):
         recommend(replace(settings, agent_backend="llm", model_path=settings.home / "nope.gguf"),
                   day=DAY, now=_now(DAY, 8))
+
+
+def test_the_model_sees_the_week_from_after_its_last_gap():
+    import numpy as np
+
+    from rhythm.recommend import _renderable_suffix
+
+    def o(t, action=0, meters=0.5):
+        return {"t": t, "last_action": action, "meters": [meters] * 5, "anomalies": [0.0] * 5,
+                "last_reward": [0.1]}
+
+    week = [o(0, action=-1), o(1), o(2, action=10), o(3), o(4)]  # slot 2: no action label
+    assert [x["t"] for x in _renderable_suffix(week)] == [2, 3, 4]
+    week[2]["meters"] = [np.nan] * 5  # and no meters either: start after it
+    assert [x["t"] for x in _renderable_suffix(week)] == [3, 4]
+    assert [x["t"] for x in _renderable_suffix([o(0), o(1), o(2)])] == [0, 1, 2]
+    assert _renderable_suffix([o(0, meters=np.nan)]) == []

@@ -72,7 +72,7 @@ def test_mask_covers_exactly_the_answer_tokens(records):
 
     rng = np.random.default_rng(1)
     recs = [_with_beliefs(r, rng) for r in records]
-    texts = [episode_text(r) for r in recs]
+    texts = [episode_text(r, fmt="rhythm v2") for r in recs]
     tok = train_tokenizer(texts, 600)
     ids, mask, hide = encode_episode(tok, texts[0])
     assert ids[0] == tok.token_to_id(EOS) and len(ids) == len(mask) == len(hide)
@@ -120,7 +120,7 @@ def test_v2_training_sees_exactly_what_the_v2_prompt_shows(records):
     recs = [_with_beliefs(r, rng) for r in records]
     tok = train_tokenizer([episode_text(r) for r in recs], 600)
     rec = recs[1]
-    ids, mask, hide = encode_episode(tok, episode_text(rec))
+    ids, mask, hide = encode_episode(tok, episode_text(rec, fmt=FORMAT_V2))
     eos = tok.token_to_id(EOS)
     torch.manual_seed(0)
     model = build_model(
@@ -227,11 +227,11 @@ def test_every_stage_on_the_smoke_budget(tmp_path):
     assert set(parity["files"]) == {"f32", "f16", "q8_0", "q4_0"}
     assert all(f["valid"] == 1.0 for f in parity["files"].values())
     assert parity["files"]["f32"]["action_agreement"] == 1.0
-    # the quantized file still says which prompt format it reads (stage 2's, v2)
+    # the quantized file still says which prompt format it reads (stage 2's default, v1)
     from agent.runtime import LlamaCppModel
 
-    assert stats["prompt_format"] == "rhythm v2" and ck["prompt_format"] == "rhythm v2"
-    assert LlamaCppModel(out / "export" / "student-q4_0.gguf").prompt_format == "rhythm v2"
+    assert stats["prompt_format"] == "rhythm v1" and ck["prompt_format"] == "rhythm v1"
+    assert LlamaCppModel(out / "export" / "student-q4_0.gguf").prompt_format == "rhythm v1"
     assert (
         parity["files"]["q4_0"]["bytes"]
         < parity["files"]["q8_0"]["bytes"]
