@@ -24,7 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from agent.prompting import FORMAT_V2, FORMAT_VERSION, PROMPT_FORMATS, render_compact
+from agent.prompting import (
+    FORMAT_V2,
+    FORMAT_VERSION,
+    PROMPT_FORMATS,
+    format_output,
+    render_compact,
+)
 from simulator import spec
 from training.common import (
     Progress,
@@ -78,10 +84,61 @@ def episode_text(
     marks them so that training hides each from the steps after it."""
     if fmt not in PROMPT_FORMATS:
         raise ValueError(f"unknown prompt format {fmt!r}")
-    beliefs = [None if b is None else tuple(b) for b in rec["beliefs"]]
+    shown = rec["student_beliefs"] if is_dagger(rec) else rec["beliefs"]
+    beliefs = [None if b is None else tuple(b) for b in shown]
     return render_compact(
         rec["observations"], context or rec.get("context"), beliefs, fmt=fmt, history_beliefs=True
     )
+
+
+def is_dagger(rec: dict[str, Any]) -> bool:
+    """A week the student played and the teacher labelled (``training.dagger``)."""
+    return "student_actions" in rec
+
+
+def encode_dagger(
+    tok, text: str, teacher_answers: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(ids, mask, hide)`` of a DAgger week: ``text`` shows the student's answers; the
+    teacher's answer is inserted before each, is the target (``mask``) and is hidden from
+    every later token (``hide``), so the student's answer takes its positions. None when the
+    student's answers are not the 28 complete ones (an invalid output in the week)."""
+    enc = tok.encode(text)
+    spans = target_spans(text)
+    if len(spans) != len(teacher_answers):
+        return None
+    inside = _mark(list(enc.offsets), spans, len(enc.ids) + 1)[1:]
+    ids, mask, hide = [tok.token_to_id(EOS)], [0], [0]
+    k = 0
+    for i, tid in enumerate(enc.ids):
+        if inside[i] and (i == 0 or not inside[i - 1]):
+            t_ids = tok.encode(teacher_answers[k]).ids
+            ids += t_ids
+            mask += [1] * len(t_ids)
+            hide += [k + 1] * len(t_ids)
+            k += 1
+        ids.append(tid)
+        mask.append(0)
+        hide.append(0)
+    return (
+        np.array(ids, dtype=np.int32),
+        np.array(mask, dtype=np.uint8),
+        np.array(hide, dtype=np.uint16),
+    )
+
+
+def encode_record(tok, rec: dict[str, Any], text: str, fmt: str):
+    """:func:`encode_episode` for teacher weeks (beliefs hidden only in v2),
+    :func:`encode_dagger` for relabelled student weeks."""
+    if is_dagger(rec):
+        answers = [
+            format_output(a, b) for a, b in zip(rec["actions"], rec["beliefs"], strict=True)
+        ]
+        return encode_dagger(tok, text, answers)
+    ids, mask, hide = encode_episode(tok, text)
+    if fmt != FORMAT_V2:
+        hide[:] = 0
+    return ids, mask, hide
 
 
 def target_spans(text: str) -> list[tuple[int, int]]:
@@ -192,35 +249,44 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     tok.save(str(tok_path))
     progress("dataset", 2, 3)
 
-    encoded = [encode_episode(tok, t) for t in texts]
+    encoded = [encode_record(tok, r, t, args.prompt_format) for r, t in zip(records, texts, strict=True)]
+    dropped = [i for i, e in enumerate(encoded) if e is None]
+    if dropped:
+        log(f"dataset: {len(dropped)} DAgger weeks with an invalid student answer left out")
+        train_idx = [i for i in train_idx if encoded[i] is not None]
+        val_idx = [i for i in val_idx if encoded[i] is not None]
+    with_hide = args.prompt_format == FORMAT_V2 or any(is_dagger(r) for r in records)
     pad = tok.token_to_id(EOS)
     files = []
     for name, idx in (("train", train_idx), ("val", val_idx)):
         if not idx:
             continue
-        arrays = _pack([encoded[i] for i in idx], pad, args.prompt_format == FORMAT_V2)
+        arrays = _pack([encoded[i] for i in idx], pad, with_hide)
         arrays["seeds"] = np.array([records[i]["seed"] for i in idx], dtype=np.int64)
         np.savez_compressed(out / f"{name}.npz", **arrays)
         files.append(out / f"{name}.npz")
     with (out / "val_episodes.jsonl").open("w") as f:  # for parity prompts and checks
         for i in val_idx:
-            f.write(json.dumps(records[i], separators=(",", ":")) + "\n")
+            if not is_dagger(records[i]):  # the teacher's own weeks only
+                f.write(json.dumps(records[i], separators=(",", ":")) + "\n")
     files.append(out / "val_episodes.jsonl")
 
-    lengths = np.array([len(i) for i, _, _ in encoded])
-    targets = np.array([int(m.sum()) for _, m, _ in encoded])
-    spans = np.array([len(target_spans(t)) for t in texts])
+    kept = [i for i, e in enumerate(encoded) if e is not None]
+    lengths = np.array([len(encoded[i][0]) for i in kept])
+    targets = np.array([int(encoded[i][1].sum()) for i in kept])
+    spans = np.array([len(target_spans(texts[i])) for i in kept])
     numbers_single = sum(len(tok.encode(f"{k:02d}").ids) == 1 for k in range(100))
     stats = {
         "format": FORMAT,
         "prompt_format": args.prompt_format,
-        "episodes": len(texts),
+        "episodes": len(kept),
+        "dagger_episodes": sum(is_dagger(records[i]) for i in kept),
         "train_episodes": len(train_idx),
         "val_episodes": len(val_idx),
         "vocab_size": tok.get_vocab_size(),
         "tokens_per_episode_mean": float(lengths.mean()),
         "tokens_per_episode_max": int(lengths.max()),
-        "train_tokens": int(lengths[train_idx].sum()),
+        "train_tokens": int(sum(len(encoded[i][0]) for i in train_idx)),
         "target_tokens_per_episode_mean": float(targets.mean()),
         "answers_per_episode_min": int(spans.min()),
         "two_digit_numbers_single_token": numbers_single,

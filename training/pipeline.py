@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training import dataset, evaluate, export, refine, rollouts, sft
+from training import dagger, dataset, evaluate, export, refine, rollouts, sft
 from training.common import (
     REPO_ROOT,
     Progress,
@@ -50,6 +50,16 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
             "minutes": 2.0,
             "bf16": False,
         },
+        "dagger": {"episodes": 2, "workers": 1},
+        "dagger_sft": {
+            "batch_size": 2,
+            "steps": 4,
+            "warmup": 1,
+            "eval_every": 2,
+            "minutes": 1.0,
+            "bf16": False,
+            "lr": 3e-4,
+        },
         "person_rollouts": {"episodes": 2, "workers": 1, "profile": "seed:4242"},
         "refine": {"steps": 2, "batch_size": 1, "person": "seed:4242", "eval_episodes": 0},
         "export": {
@@ -78,7 +88,17 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
         "evaluate": {"episodes": 0, "students": ["pytorch", "q8_0", "q4_k_m"]},
     },
 }
-STAGES = ("rollouts", "dataset", "sft", "refine", "export", "evaluate")
+STAGES = (
+    "rollouts",
+    "dataset",
+    "sft",
+    "dagger",
+    "dagger_dataset",
+    "dagger_sft",
+    "refine",
+    "export",
+    "evaluate",
+)
 
 
 @dataclass
@@ -143,6 +163,46 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
         sft.main,
         args_from(sft.Args, {**b["sft"], **seed, "data": str(data_dir), "out": str(root / "sft")}),
     )
+    if "dagger" in b:
+        # DAgger: the student plays, the teacher labels, the student trains on both kinds of week
+        dag = root / "dagger"
+        stage(
+            "dagger",
+            dagger.main,
+            args_from(
+                dagger.Args,
+                {**b["dagger"], **seed, "student": str(ck), "out": str(dag / "weeks")},
+            ),
+        )
+        stage(
+            "dagger_dataset",
+            dataset.main,
+            args_from(
+                dataset.Args,
+                {
+                    **b["dataset"],
+                    **seed,
+                    "rollouts": [str(roll_path), str(dag / "weeks" / "dagger.jsonl")],
+                    "tokenizer": str(ck / "tokenizer.json"),
+                    "out": str(dag / "dataset"),
+                },
+            ),
+        )
+        stage(
+            "dagger_sft",
+            sft.main,
+            args_from(
+                sft.Args,
+                {
+                    **b["dagger_sft"],
+                    **seed,
+                    "init_from": str(ck),
+                    "data": str(dag / "dataset"),
+                    "out": str(dag / "sft"),
+                },
+            ),
+        )
+        ck, data_dir = dag / "sft" / "checkpoint", dag / "dataset"
 
     person = root / "person"
     stage(
@@ -244,10 +304,16 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     return summary
 
 
+def final_checkpoint(root: Path) -> Path:
+    """The checkpoint the run ends with: after DAgger when the budget has it."""
+    dag = root / "dagger" / "sft" / "checkpoint"
+    return dag if dag.exists() else root / "sft" / "checkpoint"
+
+
 def _note(root: Path, budget: str) -> str:
     try:
         stats = json.loads((root / "dataset" / "stats.json").read_text())
-        ck = json.loads((root / "sft" / "checkpoint" / "checkpoint.json").read_text())
+        ck = json.loads((final_checkpoint(root) / "checkpoint.json").read_text())
     except (OSError, ValueError):
         return f"Budget preset `{budget}`."
     m = ck.get("metrics", {})
@@ -265,7 +331,7 @@ def ship(root: Path, dest: Path, args: Args) -> Path:
     src = root / "export" / "student-q8_0.gguf"
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(src, dest / "student-q8_0.gguf")
-    ck = json.loads((root / "sft" / "checkpoint" / "checkpoint.json").read_text())
+    ck = json.loads((final_checkpoint(root) / "checkpoint.json").read_text())
     parity = json.loads((root / "export" / "parity.json").read_text())
     results_md = Path(args.results_md) if args.results_md else root / "eval" / "results.md"
     table = (
@@ -280,7 +346,7 @@ def ship(root: Path, dest: Path, args: Args) -> Path:
         "",
         f"- Architecture: Llama, {ck['parameters'] / 1e6:.2f}M parameters, config `{json.dumps(ck['config'])}`",
         f"- File: `student-q8_0.gguf`, {src.stat().st_size / 1e6:.2f} MB, llama.cpp (llama-cpp-python), greedy under `agent.prompting.OUTPUT_GBNF`",
-        f"- Prompt: `agent.prompting.render_compact` (format `{sft.checkpoint_prompt_format(root / 'sft' / 'checkpoint')}`, stored in the GGUF as "
+        f"- Prompt: `agent.prompting.render_compact` (format `{sft.checkpoint_prompt_format(final_checkpoint(root))}`, stored in the GGUF as "
         "`rhythm.prompt_format`), the whole week in context; answer `ACTION b=S,M,W`",
         f"- Data: {ck['data_stats']['episodes'] if ck.get('data_stats') else '?'} weeks of the Bayesian teacher (`bayes`) on "
         "in-distribution simulator profiles (seeds from 1,000,000; evaluation seeds are disjoint)",

@@ -115,6 +115,19 @@ def sft_cmd(
     _run("sft", sets, json_out, data=data, out=out, minutes=minutes)
 
 
+@app.command("dagger")
+def dagger_cmd(
+    student: str = typer.Option(None, "--student", help="Student GGUF or checkpoint folder."),
+    out: str = typer.Option(None, "--out", help="Output folder."),
+    episodes: int = typer.Option(None, "--episodes", min=1, help="Weeks the student plays."),
+    sets: list[str] = _SET,
+    json_out: bool = _JSON,
+) -> None:
+    """Stage 3b: the student plays weeks, the teacher labels every step (DAgger); then
+    `dataset --rollouts TEACHER.jsonl --rollouts dagger.jsonl` and `sft --set init_from=...`."""
+    _run("dagger", sets, json_out, student=student, out=out, episodes=episodes)
+
+
 @app.command("refine")
 def refine_cmd(
     checkpoint: str = typer.Option(None, "--checkpoint", help="Base student checkpoint."),
