@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/healthkit.py --records 800000
     .venv/bin/python benchmarks/healthkit.py --size-gb 1 --h2s-records 400000
     .venv/bin/python benchmarks/healthkit.py --records 200000 --parse-only   # parser alone
+    .venv/bin/python benchmarks/healthkit.py --records 1000000 --no-native   # pure-Python parser
 
 Builds a large export.xml in benchmarks/_data/ (git-ignored) by repeating the Records of
 shared/fixtures/apple_health/k0rventen_export.xml (27 types, HRV beat lists, metadata),
@@ -19,6 +20,9 @@ With --parse-only, step 1 is replaced by the connector alone (no database, no th
 the file is read, parsed and converted to records, which are counted and dropped, in a
 subprocess; best of --repeat runs; reports Records per CPU-second and per wall-second and
 that process's peak RSS.
+
+`--no-native` sets RHYTHM_NO_NATIVE=1 (the pure-Python parser, as without the C extension).
+Timings on a shared machine are noisy: CPU seconds are printed beside wall seconds.
 
 Needs: healthkit-to-sqlite (benchmark only). Nothing here is a timed test.
 """
@@ -147,10 +151,12 @@ def main(args: argparse.Namespace) -> int:
     print(f"input: {xml} ({size / 1e9:.2f} GB, {n:,} Records); {os.cpu_count()} CPUs; "
           f"load average before: {os.getloadavg()[0]:.1f}")
 
+    base_env = {**os.environ, "RHYTHM_NO_NATIVE": "1" if args.no_native else "0"}
+    print(f"parser: {'pure Python (RHYTHM_NO_NATIVE=1)' if args.no_native else 'native scanner where built'}")
     if args.parse_only:
         with tempfile.TemporaryFile("w+") as out:
             cmd = [sys.executable, __file__, "--parse-only-child", str(xml), "--repeat", str(args.repeat)]
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True, env=base_env)
             _, status, usage = os.wait4(proc.pid, 0)
             if os.waitstatus_to_exitcode(status):
                 print(proc.stderr.read()[-2000:] if proc.stderr else "", file=sys.stderr)
@@ -165,15 +171,15 @@ def main(args: argparse.Namespace) -> int:
 
     rhythm = shutil.which("rhythm", path=str(Path(sys.executable).parent)) or "rhythm"
     with tempfile.TemporaryDirectory() as home:
-        env = {**os.environ, "RHYTHM_HOME": home}
+        env = {**base_env, "RHYTHM_HOME": home}
         wall, cpu, rss, code = run_measured([rhythm, "import", "healthkit", str(xml), "--json"], env)
         db_size = (Path(home) / "rhythm.duckdb").stat().st_size if code == 0 else 0
     if code:
         print(f"rhythm import failed (exit {code})")
         return 1
     ours = n / wall
-    print(f"rhythm import healthkit: {wall:.1f} s wall, {cpu:.1f} s CPU, {ours:,.0f} Records/s, "
-          f"peak RSS {rss:.0f} MB, database {db_size / 1e6:.0f} MB")
+    print(f"rhythm import healthkit: {wall:.1f} s wall, {cpu:.1f} s CPU, {ours:,.0f} Records/s end to end "
+          f"({n / cpu:,.0f} per CPU-second), peak RSS {rss:.0f} MB, database {db_size / 1e6:.0f} MB")
 
     if args.skip_h2s:
         return 0
@@ -207,6 +213,7 @@ if __name__ == "__main__":
                     help="run healthkit-to-sqlite on only this many leading Records (0: the whole file)")
     ap.add_argument("--skip-h2s", action="store_true", help="measure rhythm only")
     ap.add_argument("--parse-only", action="store_true", help="time the connector alone (no database)")
+    ap.add_argument("--no-native", action="store_true", help="use the pure-Python parser (RHYTHM_NO_NATIVE=1)")
     ap.add_argument("--repeat", type=int, default=3, help="with --parse-only: best of this many runs")
     ap.add_argument("--parse-only-child", default=None, help=argparse.SUPPRESS)
     sys.exit(main(ap.parse_args()))

@@ -322,22 +322,25 @@ class Database:
 
     # -- bulk tables: append unindexed, merge once on the natural key ----------------------
     def stage(self, table: str, data: pa.Table) -> int:
-        """Append rows for a bulk table to its staging table (inside the caller's transaction)."""
+        """Append rows for a table to its unindexed staging table (inside the caller's
+        transaction); `merge_staged` lands them on the natural key. Bulk tables always go
+        this way; keyed tables may (the writer stages the raw_* tables: one merge instead
+        of an ON CONFLICT upsert per batch)."""
         if self.read_only:
             raise ReadOnlyViolation(f"cannot write {table}: database opened read-only")
         if not self._in_tx:
             raise StorageError("stage() must run inside a transaction")
         cols = [c for c in data.column_names if c in set(self.columns(table))]
-        missing = [k for k in BULK_KEYS[table] if k not in cols]
+        missing = [k for k in self.natural_key(table) if k not in cols]
         if missing:
             raise StorageError(f"rows for {table} lack key columns {missing}")
         stage = f"__stage_{table}"
         start = self._staged.get(table)
         if start is None:
-            self.con.execute(
-                f"CREATE OR REPLACE TEMP TABLE {stage} AS "
-                f"SELECT *, 0::BIGINT AS __ord FROM {table} LIMIT 0"
-            )
+            # JSON columns are staged as text: validated once, by the merge's insert
+            types = self.con.execute(f"DESCRIBE {table}").fetchall()
+            defs = ", ".join(f"{_q(c)} {'VARCHAR' if t == 'JSON' else t}" for c, t, *_ in types)
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {stage} ({defs}, __ord BIGINT)")
             start = 0
         n = data.num_rows
         batch = data.select(cols).append_column("__ord", pa.array(range(start, start + n), pa.int64()))
@@ -350,6 +353,10 @@ class Database:
         self._staged[table] = start + n
         return n
 
+    def staged_rows(self, table: str) -> int:
+        """Rows staged for `table` and not merged yet."""
+        return self._staged.get(table, 0)
+
     def merge_staged(self, table: str) -> UpsertResult:
         """Merge a bulk table's staged rows on its natural key: new keys are inserted, known
         keys updated where anything changed, and the last staged row wins within the batch."""
@@ -357,18 +364,27 @@ class Database:
         if received == 0:
             return UpsertResult(table, 0, 0, 0, 0)
         stage = f"__stage_{table}"
-        keys = list(BULK_KEYS[table])
+        keys = self.natural_key(table)
         key_list = ", ".join(_q(k) for k in keys)
         others = [c for c in self.columns(table) if c not in keys]
-        distinct = self.con.execute(  # a grouping (spills to disk), not count(DISTINCT ...)
-            f"SELECT count(*) FROM (SELECT DISTINCT {key_list} FROM {stage})"
-        ).fetchone()[0]
-        if distinct != received:
-            self.con.execute(
-                f"CREATE OR REPLACE TEMP TABLE {stage} AS SELECT * FROM {stage} "
-                f"QUALIFY row_number() OVER (PARTITION BY {key_list} ORDER BY __ord DESC) = 1"
-            )
-        existing = self.con.execute(
+        # Keys staged more than once: only their rows are touched, the last staged one kept;
+        # the rest of the staging table stays as it is. Found by grouping on a hash of the key
+        # first (one integer: ~2x cheaper than grouping on the key columns), then exactly
+        # among the few rows whose hash repeats. Groupings spill to disk.
+        self.con.execute(
+            f"CREATE OR REPLACE TEMP TABLE __dups AS "
+            f"WITH h AS (SELECT hash({key_list}) AS __h FROM {stage} GROUP BY __h HAVING count(*) > 1) "
+            f"SELECT {key_list}, max(__ord) AS __keep, count(*) AS __n FROM {stage} "
+            f"WHERE hash({key_list}) IN (SELECT __h FROM h) GROUP BY {key_list} HAVING count(*) > 1"
+        )
+        repeats = self.con.execute("SELECT coalesce(sum(__n - 1), 0) FROM __dups").fetchone()[0]
+        if repeats:
+            on = " AND ".join(f"{stage}.{_q(k)} = d.{_q(k)}" for k in keys)
+            self.con.execute(f"DELETE FROM {stage} USING __dups d WHERE {on} AND {stage}.__ord <> d.__keep")
+        self.con.execute("DROP TABLE __dups")
+        distinct = received - int(repeats)
+        empty = self.con.execute(f"SELECT NOT EXISTS (SELECT 1 FROM {table})").fetchone()[0]
+        existing = 0 if empty else self.con.execute(
             f"SELECT count(*) FROM {stage} SEMI JOIN {table} USING ({key_list})"
         ).fetchone()[0]
         if existing:
@@ -379,10 +395,8 @@ class Database:
                 f"UPDATE {table} SET {sets} FROM {stage} d WHERE {match} AND ({changed})"
             )
         cols = ", ".join(_q(c) for c in keys + others)
-        self.con.execute(
-            f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage} "
-            f"ANTI JOIN {table} USING ({key_list})"
-        )
+        source = stage if empty else f"{stage} ANTI JOIN {table} USING ({key_list})"
+        self.con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {source}")
         self.con.execute(f"DROP TABLE {stage}")
         return UpsertResult(
             table=table,

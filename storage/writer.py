@@ -80,6 +80,14 @@ def payload_hash(payload: str) -> str:
     return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
 
 
+# Staged raw rows are merged into their table every this many rows (bulk tables once, at
+# the end): raw payloads are large (HRV beat lists), and a staging table that outgrows
+# DuckDB's memory limit spills to disk, where merging it costs several times more per row.
+# A later merge sees an earlier one's rows as existing keys, so the last row for a key
+# still wins.
+RAW_MERGE_ROWS = 100_000
+
+
 class RecordWriter:
     """Buffers records per table and flushes them as Arrow batches."""
 
@@ -109,7 +117,9 @@ class RecordWriter:
         key = (table, type(record))
         buf = self._rows.setdefault(key, [])
         buf.append(record)
-        if len(buf) >= self.batch_size:
+        # raw payloads can be large (HRV beat lists): a smaller batch keeps memory flat
+        limit = self.batch_size // 5 if table.startswith("raw_") else self.batch_size
+        if len(buf) >= limit:
             self._flush_one(key)
 
     def flush(self) -> None:
@@ -133,9 +143,12 @@ class RecordWriter:
         if rtype is RawRecord:
             sources = set(cols["source"])
             for src in sources:
-                idx = [i for i, s in enumerate(cols["source"]) if s == src]
-                sub = {k: [v[i] for i in idx] for k, v in cols.items() if k != "source"}
-                sub["hash"] = [payload_hash(p) for p in sub["payload"]]
+                if len(sources) == 1:
+                    sub = {k: v for k, v in cols.items() if k != "source"}
+                else:
+                    idx = [i for i, s in enumerate(cols["source"]) if s == src]
+                    sub = {k: [v[i] for i in idx] for k, v in cols.items() if k != "source"}
+                sub["hash"] = list(map(payload_hash, sub["payload"]))
                 self._upsert(raw_table(src), sub)
             return
         self._upsert(rtype.table, cols)
@@ -147,13 +160,16 @@ class RecordWriter:
             data = pa.table(cols)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise StorageError(f"cannot store rows for {table}: {exc}") from None
-        if table in BULK_KEYS:
+        if table in BULK_KEYS or table.startswith("raw_"):
             if not self.db.in_transaction:  # no transaction to span: merge right away
                 self._count(table, self.db.upsert(table, data))
                 return
             self.db.stage(table, data)
             self._staged_tables.add(table)
             self.summary.tables.setdefault(table, TableCounts())
+            if table not in BULK_KEYS and self.db.staged_rows(table) >= RAW_MERGE_ROWS:
+                self._staged_tables.discard(table)
+                self._count(table, self.db.merge_staged(table))
             return
         self._count(table, self.db.upsert(table, data))
 

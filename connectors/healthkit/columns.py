@@ -132,19 +132,21 @@ def _codes(values: Sequence[str | None] | pa.Array) -> tuple[np.ndarray, list[st
     return enc.indices.to_numpy(zero_copy_only=False), enc.dictionary.to_pylist()
 
 
-def _json_str(strings: Sequence[str]) -> pa.Array:
+def _json_str(strings: Sequence[str] | pa.Array) -> pa.Array:
     """JSON string literals (quoted, escaped) for a list of strings, vectorised."""
-    arr = pa.array(strings, pa.string())
+    arr = _arr(strings)
     if pc.any(pc.match_substring_regex(arr, r"[\x00-\x1f]")).as_py():
-        return pa.array([json.dumps(s, ensure_ascii=False) for s in strings], pa.string())
+        return pa.array([json.dumps(s, ensure_ascii=False) for s in arr.to_pylist()], pa.string())
     arr = pc.replace_substring(arr, "\\", "\\\\")
     arr = pc.replace_substring(arr, '"', '\\"')
     return pc.binary_join_element_wise('"', arr, '"', "")
 
 
-def _metadata_json(n: int, rows: Sequence[int], keys: Sequence[str], vals: Sequence[str]) -> pa.Array:
+def _metadata_json(
+    n: int, rows: Sequence[int] | np.ndarray, keys: Sequence[str] | pa.Array, vals: Sequence[str] | pa.Array
+) -> pa.Array:
     """One JSON object per row from (row, key, value) triples; null for rows without any."""
-    if not rows:
+    if len(rows) == 0:
         return pa.nulls(n, pa.string())
     row_arr = np.asarray(rows, dtype=np.int64)
     pairs = pc.binary_join_element_wise(_json_str(keys), _json_str(vals), ":")
@@ -163,12 +165,14 @@ def quantity_columns(
     starts: Sequence[str] | pa.Array,
     ends: Sequence[str] | pa.Array,
     values: Sequence[str | None] | pa.Array,
-    md_rows: Sequence[int] = (),
-    md_keys: Sequence[str] = (),
-    md_vals: Sequence[str] = (),
+    md_rows: Sequence[int] | np.ndarray = (),
+    md_keys: Sequence[str] | pa.Array = (),
+    md_vals: Sequence[str] | pa.Array = (),
+    dates: tuple[pa.Array, pa.Array, pa.Array, pa.Array] | None = None,
 ) -> dict[str, pa.Array]:
     """Columns of `common.records.Sample` for a batch of quantity Records (Python string
-    lists or Arrow string arrays)."""
+    lists or Arrow string arrays). `dates`: (start_ts, end_ts, tz_offset_min, local_day)
+    when already read (by the native scanner), else they are parsed here."""
     n = len(types)
     t_codes, t_dict = _codes(types)
     u_codes, u_dict = _codes(units)
@@ -194,11 +198,11 @@ def quantity_columns(
     d_codes, d_dict = _codes(dev)
     device = pc.take(pa.array([parse_device(d) for d in d_dict], pa.string()), pa.array(d_codes))
 
-    try:
+    if dates is not None:
+        start_ts, end_ts, offset, day = dates
+    else:
         start_ts, offset, day = _dates(_arr(starts))
         end_ts, _, _ = _dates(_arr(ends))
-    except ConversionError:
-        raise
     return {
         "source": pa.repeat("healthkit", n),
         "metric": metric,
@@ -222,13 +226,17 @@ def category_columns(
     starts: pa.Array,
     ends: pa.Array,
     values: pa.Array,
+    dates: tuple[pa.Array, pa.Array, pa.Array, pa.Array] | None = None,
 ) -> dict[str, pa.Array]:
     """Columns of `common.records.Sample` for category Records (sleep stages, mindful
     minutes, stand hours, events...): `category_value`'s rules applied once per distinct
-    (type, value, unit) instead of once per row."""
+    (type, value, unit) instead of once per row. `dates` as for `quantity_columns`."""
     n = len(types)
-    start_ts, offset, day = _dates(starts)
-    end_ts, _, _ = _dates(ends)
+    if dates is not None:
+        start_ts, end_ts, offset, day = dates
+    else:
+        start_ts, offset, day = _dates(starts)
+        end_ts, _, _ = _dates(ends)
     minutes = pc.divide(pc.cast(pc.subtract(pc.cast(end_ts, pa.int64()), pc.cast(start_ts, pa.int64())), pa.float64()), 60e6)
     t_codes, t_dict = _codes(types)
     v_codes, v_dict = _codes(values)

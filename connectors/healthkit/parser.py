@@ -8,11 +8,15 @@ them into nights (a few thousand a year).
 
 Quantity Records take the fast path: the start-element handler only appends seven
 attribute strings to lists; `columns.quantity_columns` does the per-row work in Arrow.
+
+With the C extension built (`native.available()`), expat reads only the prolog and what the
+native scanner (`_scan.c`) leaves: the scanner takes the plain Records of the body into
+the same columns itself and hands back every other item, padded so that expat's line and
+column numbers stay the file's (README "The native Record scanner").
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 import pyexpat
 import re
@@ -21,13 +25,13 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from common.records import RawRecord, RecordBatch, Sample, Workout
+from connectors.healthkit import native
 from connectors.healthkit import sleep as sleep_mod
 from connectors.healthkit.columns import (
     NULL,
     ConversionError,
     category_columns,
     quantity_columns,
-    strings,
 )
 from connectors.healthkit.types import (
     parse_date,
@@ -46,6 +50,11 @@ _MAX_HOLD = 16 << 20  # a beat list longer than this is left to the handlers (me
 
 # Elements whose attributes (and children) are landed raw, one raw row each.
 _RAW_CONTAINERS = {"Correlation", "ClinicalRecord", "Audiogram", "VisionPrescription"}
+_MAX_PROLOG = 4 << 20  # no <HealthData> start tag in this much text: expat alone reads the file
+
+# How the bytes go in: expat only; or the prolog to expat, then the native scanner for the
+# body (handing expat what it does not take); see `_feed_native`.
+_EXPAT, _PROLOG, _NATIVE = "expat", "prolog", "native"
 
 
 class ParseError(ValueError):
@@ -78,17 +87,21 @@ class ExportParser:
     Correlation-like container (a few elements), since expat calls it for every element.
     """
 
-    def __init__(self, fetched_at: datetime | None = None):
+    def __init__(self, fetched_at: datetime | None = None, use_native: bool | None = None):
         self.fetched_at = fetched_at or datetime.now(UTC)
         self.out: list[Any] = []
         self.stage_records: list[sleep_mod.StageRecord] = []
         self.locale: str | None = None
         self.export_date: str | None = None
-        self._cols: tuple[list[Any], ...] = tuple([] for _ in range(7))
-        self._cat: tuple[list[str], ...] = tuple([] for _ in range(7))  # category Records
-        self._cat_at: list[tuple[int, int]] = []
-        self._md: tuple[list[Any], ...] = ([], [], [])
-        self._beats: dict[int, dict[str, Any]] = {}
+        if use_native is None:
+            use_native = native.available()
+        self._cols = native.NativeColumns() if use_native else native.ListColumns()
+        self._scanner = self._cols.scanner if use_native else None
+        self._mode = _PROLOG if use_native else _EXPAT
+        self._head = b""  # the prolog so far (native mode, before the body starts)
+        self._nbuf = b""  # body bytes the scanner has not finished with
+        self._nbase = 0  # stream offset of _nbuf[0]
+        self._beats: dict[int, Any] = {}
         self._carry = b""  # text held back so that an HRV beat list is cut out whole
         self._stash: dict[str, str] = {}  # beat lists cut out (JSON text), by placeholder id
         self._stash_n = 0
@@ -99,9 +112,8 @@ class ExportParser:
 
     def _install_handlers(self) -> None:  # noqa: C901  (one closure, on purpose)
         p = self._parser
-        types, sources, devices, units, starts, ends, values = self._cols
-        ty, sn, dv, un, sd, ed, va = (c.append for c in self._cols)
-        md_rows, md_keys, md_vals = self._md
+        cols = self._cols
+        qadd, qmd, qrows = cols.qadd, cols.qmd, cols.qrows
         beats = self._beats
         stash = self._stash
         raw = self._raw
@@ -130,14 +142,16 @@ class ExportParser:
                     in_quantity = False
                     return
                 t = a["type"]
-                if t[2] == "Q":  # HKQuantityTypeIdentifier...
-                    ty(t)
-                    sn(a["sourceName"])
-                    dv(a.get("device", NULL))
-                    un(a.get("unit", NULL))
-                    sd(a["startDate"])
-                    ed(a["endDate"])
-                    va(a.get("value", NULL))
+                if t[2:3] == "Q":  # HKQuantityTypeIdentifier...
+                    qadd(
+                        t,
+                        a["sourceName"],
+                        a.get("device", NULL),
+                        a.get("unit", NULL),
+                        a["startDate"],
+                        a["endDate"],
+                        a.get("value", NULL),
+                    )
                     last_attrs = a
                     in_quantity = True
                 else:
@@ -150,15 +164,13 @@ class ExportParser:
                     depth += 1
                     nest[-1]["metadata"][a.get("key", "")] = a.get("value", "")
                 elif in_quantity:
-                    md_rows.append(len(types) - 1)
-                    md_keys.append(a.get("key", ""))
-                    md_vals.append(a.get("value", ""))
+                    qmd(a.get("key", ""), a.get("value", ""))
                 elif pending is not None:
                     pending["metadata"][a.get("key", "")] = a.get("value", "")
                 return
             if name == "InstantaneousBeatsPerMinute":
                 if in_quantity:
-                    row = len(types) - 1
+                    row = qrows() - 1
                     entry = beats.get(row)
                     if entry is None:
                         entry = beats[row] = {"attributes": last_attrs, "beats": []}
@@ -167,7 +179,7 @@ class ExportParser:
             if name == "HeartRateVariabilityMetadataList":
                 stashed = stash.pop(a.get(_STASH_ATTR, ""), None)
                 if stashed and in_quantity:
-                    row = len(types) - 1
+                    row = qrows() - 1
                     entry = beats.get(row)
                     if entry is None:
                         entry = beats[row] = {"attributes": last_attrs, "beats": []}
@@ -215,11 +227,13 @@ class ExportParser:
                     self._finish_workout(top)
 
         def finish() -> None:
+            nonlocal in_quantity
             if pending is not None:
                 finish_pending()
+            in_quantity = False
 
-        def state() -> tuple[bool, int]:
-            return in_quantity, records_seen
+        def state() -> tuple[bool, int, bool]:
+            return in_quantity, records_seen, pending is not None
 
         p.StartElementHandler = start
         self._finish = finish
@@ -227,7 +241,8 @@ class ExportParser:
 
     @property
     def records_seen(self) -> int:
-        return self._state()[1]
+        native_records = self._scanner.records() if self._scanner is not None else 0
+        return self._state()[1] + native_records
 
     def _where(self) -> tuple[int, int]:
         """(line, column) in the file of the current expat position (1-based column)."""
@@ -236,6 +251,110 @@ class ExportParser:
 
     # -- feeding -------------------------------------------------------------------------
     def feed(self, chunk: bytes) -> None:
+        if self._mode is _NATIVE:
+            self._feed_native(chunk, False)
+        elif self._mode is _PROLOG:
+            self._feed_prolog(chunk, False)
+        else:
+            self._feed_expat(chunk)
+
+    def close(self) -> None:
+        if self._mode is _PROLOG:
+            self._feed_prolog(b"", True)
+        if self._mode is _NATIVE:
+            self._feed_native(b"", True)  # may hand the rest to expat
+        if self._mode is _NATIVE:
+            self._parse(_padding(self._scanner.pad()), True)  # type: ignore[union-attr]
+        else:
+            data, self._carry = self._carry, b""
+            self._parse(_HRV_LIST.sub(self._cut_beats, data), True)
+        try:
+            self._finish()
+        except KeyError as exc:  # the last element: a category Record without a required attribute
+            raise ParseError(*self._where(), f"element lacks required attribute {exc.args[0]!r}") from None
+
+    def _feed_prolog(self, chunk: bytes, final: bool) -> None:
+        """Until the body starts: hold the bytes; then give expat the prolog (through the
+        `<HealthData ...>` start tag) and the scanner the rest."""
+        head = self._head = self._head + chunk
+        found = native.root_tag_end(head)
+        if found is None:
+            if final or len(head) > _MAX_PROLOG:
+                self._to_expat(head)
+            return
+        start, end = found
+        prolog = head[:end]
+        if head[end - 2 : end] == b"/>" or not native.prolog_allows_native(prolog):
+            self._to_expat(head)
+            return
+        self._head = b""
+        p = self._parser
+        handler = p.StartElementHandler
+        started: list[tuple[str, int]] = []
+
+        def watch(name: str, a: dict[str, str]) -> None:
+            started.append((name, p.CurrentByteIndex))
+            handler(name, a)
+
+        p.StartElementHandler = watch
+        try:
+            self._parse(prolog, False)
+        finally:
+            p.StartElementHandler = handler
+        if started != [("HealthData", start)]:  # that tag was not the root's start tag
+            self._to_expat(head[end:])
+            return
+        line, col = native.position_after(prolog)
+        self._scanner.set_position(end, line, col)  # type: ignore[union-attr]
+        self._mode, self._nbuf, self._nbase = _NATIVE, b"", end
+        self._feed_native(head[end:], final)
+
+    def _to_expat(self, data: bytes) -> None:
+        self._mode = _EXPAT
+        self._head = self._nbuf = b""
+        self._feed_expat(data)
+
+    def _feed_native(self, chunk: bytes, final: bool) -> None:
+        """The scanner takes the Records it reads whole; expat gets every other item (and
+        any Record the scanner leaves), after padding that keeps its line and column."""
+        scanner = self._scanner
+        assert scanner is not None
+        buf = self._nbuf + chunk if self._nbuf else chunk
+        base = self._nbase
+        if b"\r" in chunk:  # expat's CR/LF rules: the rest goes to expat alone
+            self._parse(_padding(scanner.pad()), False)
+            self._to_expat(buf)
+            return
+        pos = 0
+        while True:
+            # A category Record read by expat is finished by the next element's start (its
+            # errors name that place): then that element goes to expat as well.
+            waiting = self._state()[2]
+            status, a, b, pad = scanner.scan(buf, base, pos, final, waiting)
+            self._take_native_raw()
+            if status == 0:  # the scanner needs more bytes (everything before `a` was taken)
+                self._nbuf, self._nbase = buf[a:], base + a
+                return
+            if status == 3:  # from `a` on, expat reads alone
+                self._parse(_padding(pad), False)
+                self._to_expat(buf[a:])
+                return
+            self._parse(_padding(pad) + buf[a:b], False)
+            if not self._state()[2]:
+                self._finish()  # the next item is no child of a Record read there
+            if status == 2:  # the root's end tag: what follows is expat's
+                self._to_expat(buf[b:])
+                return
+            pos = b
+
+    def _take_native_raw(self) -> None:
+        raws, hrv = self._scanner.take_raw()  # type: ignore[union-attr]
+        for key, payload in raws:
+            self.out.append(RawRecord("healthkit", "record", key, payload, self.fetched_at))
+        for row, key, payload in hrv:
+            self._beats[row] = (key, payload)
+
+    def _feed_expat(self, chunk: bytes) -> None:
         if not self._carry and b"<HeartRateVariabilityMetadataList" not in chunk:
             self._parse(chunk, False)  # no beat list here (one cut by the chunk end is read as is)
             return
@@ -280,64 +399,56 @@ class ExportParser:
         except KeyError as exc:
             raise ParseError(*self._where(), f"element lacks required attribute {exc.args[0]!r}") from None
 
-    def close(self) -> None:
-        data, self._carry = self._carry, b""
-        self._parse(_HRV_LIST.sub(self._cut_beats, data), True)
-        self._finish()
-
     @property
     def pending_rows(self) -> int:
-        return len(self._cols[0])
+        return self._cols.qrows()
 
     def drain(self, final: bool = False) -> Iterator[Any]:
         """Records finished so far (and, once `final`, the sleep sessions)."""
         if self.out:
             out, self.out = self.out, []
             yield from out
-        if final or len(self._cols[0]) >= BATCH_ROWS:
+        if final or self._cols.qrows() >= BATCH_ROWS:
             batch = self._take_batch(final)
             if batch is not None:
                 yield batch
             if self.out:  # raw rows of the batch's HRV beat lists
                 out, self.out = self.out, []
                 yield from out
-        if self._cat_at and (final or len(self._cat_at) >= BATCH_ROWS // 4):
+        crows = self._cols.crows()
+        if crows and (final or crows >= BATCH_ROWS // 4):
             yield self._take_categories()
         if final:
             yield from self._sleep_sessions()
 
     # -- quantity batches ----------------------------------------------------------------
     def _take_batch(self, final: bool) -> Any:
-        n = len(self._cols[0])
+        n = self._cols.qrows()
         # The last Record may still get children (metadata, beats) in the next chunk.
         keep = 1 if (self._state()[0] and not final) else 0
         cut = n - keep
         if cut <= 0:
             return None
-        cols = [c[:cut] for c in self._cols]
-        for c in self._cols:
-            del c[:cut]
-        md_rows, md_keys, md_vals = self._md
-        md_n = bisect.bisect_left(md_rows, cut)
-        md = (md_rows[:md_n], md_keys[:md_n], md_vals[:md_n])
-        del md_rows[:md_n], md_keys[:md_n], md_vals[:md_n]
-        for i in range(len(md_rows)):
-            md_rows[i] -= cut
+        cols, md_rows, md_keys, md_vals, dates = self._cols.take_quantity(cut)
         done_beats = [v for k, v in self._beats.items() if k < cut]
         rest = {k - cut: v for k, v in self._beats.items() if k >= cut}
         self._beats.clear()
         self._beats.update(rest)
         try:
-            columns = quantity_columns(*map(strings, cols), md_rows=md[0], md_keys=md[1], md_vals=md[2])
+            columns = quantity_columns(*cols, md_rows=md_rows, md_keys=md_keys, md_vals=md_vals, dates=dates)
         except ConversionError as exc:
             raise ParseError(0, 0, f"quantity Record {exc.row + 1} of a batch: {exc}") from None
         for entry in done_beats:
             self._raw_beats(entry)
         return RecordBatch(Sample, columns)
 
-    def _raw_beats(self, entry: dict[str, Any]) -> None:
+    def _raw_beats(self, entry: dict[str, Any] | tuple[str, str]) -> None:
         """Land an HRV Record raw: {"attributes": ..., "beats": [[time, bpm], ...]}; beat
-        lists cut out of the text arrive as JSON text already."""
+        lists cut out of the text arrive as JSON text already, and the native scanner's
+        as (natural key, payload)."""
+        if isinstance(entry, tuple):
+            self.out.append(RawRecord("healthkit", "record", entry[0], entry[1], self.fetched_at))
+            return
         parts = entry["beats"]
         if all(isinstance(b, str) for b in parts):
             payload = '{"attributes":' + _dumps(entry["attributes"]) + ',"beats":[' + ",".join(parts) + "]}"
@@ -363,25 +474,23 @@ class ExportParser:
         a batch at a time by `columns.category_columns`); with metadata it is also landed
         raw. `at` = its position, for the error message if a date is unreadable."""
         a = rec["attributes"]
-        c = self._cat
-        c[0].append(a["type"])
-        c[1].append(a["sourceName"])
-        c[2].append(a.get("device", NULL))
-        c[3].append(a.get("unit", NULL))
-        c[4].append(a["startDate"])
-        c[5].append(a["endDate"])
-        c[6].append(a.get("value", NULL))
-        self._cat_at.append(at)
+        self._cols.cadd(
+            a["type"],
+            a["sourceName"],
+            a.get("device", NULL),
+            a.get("unit", NULL),
+            a["startDate"],
+            a["endDate"],
+            a.get("value", NULL),
+            *at,
+        )
         if rec["metadata"]:
             self._raw("record", _key(a), rec)
 
     def _take_categories(self) -> Any:
-        cols = [strings(c) for c in self._cat]
-        at = self._cat_at
-        self._cat = tuple([] for _ in range(7))
-        self._cat_at = []
+        cols, at, dates = self._cols.take_categories()
         try:
-            columns = category_columns(*cols)
+            columns = category_columns(*cols, dates=dates)
         except ConversionError as exc:
             row = exc.row
             for k in (4, 5):  # which date, and parse_date's own message
@@ -503,6 +612,11 @@ class ExportParser:
 
 _ENERGY = {"kcal": 1.0, "Cal": 1.0, "kJ": 1 / 4.184, "cal": 0.001}
 _DIST = {"m": 1.0, "km": 1000.0, "mi": 1609.344, "ft": 0.3048, "yd": 0.9144}
+
+
+def _padding(pad: tuple[int, int]) -> bytes:
+    """Newlines and spaces that move expat to the scanner's line and column."""
+    return b"\n" * pad[0] + b" " * pad[1]
 
 
 def _dumps(payload: Any) -> str:

@@ -28,6 +28,7 @@ from common.records import SleepSession
 from connectors.healthkit.types import ASLEEP_STAGES, _tz
 
 GAP = timedelta(hours=2)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NAP_MAX = timedelta(hours=3)
 
 
@@ -126,10 +127,21 @@ def stage_records(samples: dict[str, pa.Array]) -> list[StageRecord]:
     sleep = pc.equal(samples["metric"], "sleep_stage")
     if not pc.any(sleep).as_py():
         return []
-    names = ("source_name", "detail", "start_ts", "end_ts", "tz_offset_min")
+    names = pc.filter(samples["source_name"], sleep).to_pylist()
+    stages = pc.filter(samples["detail"], sleep).to_pylist()
+    offs = pc.filter(samples["tz_offset_min"], sleep).to_pylist()
+    # instants as integer microseconds: much cheaper than Arrow's aware datetimes
+    starts, ends = (pc.filter(samples[k], sleep).cast(pa.int64()).to_pylist() for k in ("start_ts", "end_ts"))
     out = []
-    for name, stage, start, end, off in zip(*(pc.filter(samples[k], sleep).to_pylist() for k in names), strict=True):
+    for name, stage, start, end, off in zip(names, stages, starts, ends, offs, strict=True):
         tz = UTC if off is None else _tz(off)
-        start, end = start.astimezone(tz), end.astimezone(tz)
-        out.append(StageRecord(name, stage, start, end, off))
+        out.append(
+            StageRecord(
+                name,
+                stage,
+                (_EPOCH + timedelta(microseconds=start)).astimezone(tz),
+                (_EPOCH + timedelta(microseconds=end)).astimezone(tz),
+                off,
+            )
+        )
     return out

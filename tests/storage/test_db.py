@@ -266,3 +266,30 @@ def test_unmerged_staged_rows_never_commit_silently(db):
     with pytest.raises(StorageError, match="never merged"), db.transaction():
         db.stage("samples", table)
     assert db.query("SELECT count(*) FROM samples")[1] == [(0,)]
+
+
+def test_raw_rows_are_staged_and_merged_in_chunks_with_the_last_row_winning(db, monkeypatch):
+    """Raw tables (PRIMARY KEY) take the staged path inside a transaction, merged every
+    RAW_MERGE_ROWS rows: a key repeated in a later chunk updates the earlier row, and a
+    re-import changes nothing but the payloads that changed."""
+    from storage import writer as writer_mod
+
+    monkeypatch.setattr(writer_mod, "RAW_MERGE_ROWS", 3)
+    now = datetime.now(UTC)
+
+    def raw(key: int, payload: str) -> RawRecord:
+        return RawRecord("healthkit", "record", str(key), payload, now)
+
+    rows = [raw(i, f'{{"v":{i}}}') for i in range(8)] + [raw(1, '{"v":"late"}'), raw(1, '{"v":"last"}')]
+    first = write_records(db, rows, batch_size=10)  # raw records flush every 2: several merges
+    counts = first.tables["raw_healthkit"]
+    assert counts.received == 10 and counts.inserted == 8
+    assert counts.existing + counts.duplicates_in_batch == 2
+    assert db.query("SELECT count(*) FROM raw_healthkit")[1] == [(8,)]
+    assert db.query("SELECT payload FROM raw_healthkit WHERE natural_key = '1'")[1] == [('{"v":"last"}',)]
+    again = write_records(db, [raw(i, f'{{"v":{i}}}') for i in range(9)], batch_size=10)
+    assert (again.tables["raw_healthkit"].inserted, again.tables["raw_healthkit"].existing) == (1, 8)
+    assert db.query("SELECT payload, hash FROM raw_healthkit WHERE natural_key = '1'")[1] == [
+        ('{"v":1}', writer_mod.payload_hash('{"v":1}'))
+    ]
+    assert db.query("SELECT count(*) FROM raw_healthkit")[1] == [(9,)]
