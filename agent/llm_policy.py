@@ -48,6 +48,8 @@ class LLMPolicy:
     budget. ``chat_rows``: history rows in the chat form (the compact form always shows the
     whole week). ``prompt_format``: the compact format (:data:`agent.prompting.PROMPT_FORMATS`);
     by default the model's own (its ``prompt_format`` attribute, read from the GGUF), else v1.
+    ``belief_median``: where the model offers it (llama.cpp), each belief number is the median
+    of the model's distribution over ``00``..``99`` rather than its mode (lower absolute error).
 
     Counters: ``decisions`` and ``invalid_outputs`` since construction, ``episode_invalid``
     in the current episode; ``last_prompt``, ``last_output`` and ``last_parsed`` keep the
@@ -61,12 +63,14 @@ class LLMPolicy:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         chat_rows: int = DEFAULT_CHAT_ROWS,
         prompt_format: str | None = None,
+        belief_median: bool = True,
     ) -> None:
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}, got {form!r}")
         if prompt_format is not None and prompt_format not in PROMPT_FORMATS:
             raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, got {prompt_format!r}")
         self._prompt_format = prompt_format
+        self.belief_median = bool(belief_median)
         self.model = model
         self.form = form
         self.context = context
@@ -119,7 +123,10 @@ class LLMPolicy:
             self._history, self._beliefs = [], []
         self._history.append(dict(observation))
         prompt = self.prompt()
-        text = self.model.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=self.max_tokens)
+        options: dict[str, Any] = {"grammar": OUTPUT_GBNF, "max_tokens": self.max_tokens}
+        if self.belief_median and getattr(self.model, "supports_belief_median", False):
+            options["belief_median"] = True
+        text = self.model.complete(prompt, **options)
         parsed = parse_output(text)
         self.decisions += 1
         self.last_prompt, self.last_output, self.last_parsed = prompt, text, parsed

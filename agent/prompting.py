@@ -59,6 +59,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from simulator import spec
 
 FORMAT_VERSION = "rhythm v1"
@@ -149,6 +151,32 @@ def format_output(action: int | str, belief: Sequence[float]) -> str:
     if len(belief) != len(spec.BELIEF_DIMS):
         raise ValueError(f"belief must have {len(spec.BELIEF_DIMS)} numbers, got {belief!r}")
     return f"{name} b={_belief_text(belief)}"
+
+
+# --- decoding the belief numbers -----------------------------------------------------------
+
+#: The answer so far ends where the two digits of a belief number come next (``b=.``, ``,.``,
+#: ``,0.``).
+_BELIEF_DIGITS_NEXT = re.compile(r"(?:b=|,)0?\.$")
+
+
+def belief_digits_next(text: str) -> bool:
+    """Whether the next token of an answer (``text`` so far, or the tail of prompt + answer)
+    is the two digits of a belief number."""
+    return _BELIEF_DIGITS_NEXT.search(text) is not None
+
+
+def median_number(logits: Sequence[float]) -> int:
+    """The median (0..99) of the distribution that 100 logits, for the two-digit tokens
+    ``00``..``99`` in order, give a belief number. A belief is graded by absolute error, and
+    the median minimises the expected absolute error where the greedy mode does not (an
+    unsure model's mode can sit anywhere, often at 00 or 99)."""
+    z = np.asarray(logits, dtype=np.float64)
+    if z.shape != (100,):
+        raise ValueError(f"expected 100 logits, got shape {z.shape}")
+    p = np.exp(z - z.max())
+    c = np.cumsum(p / p.sum())
+    return int(min(99, np.searchsorted(c, 0.5)))
 
 
 # --- sanitising untrusted text -------------------------------------------------------------

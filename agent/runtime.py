@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from common.errors import ModelError
 
 Prompt = str | list[dict[str, str]]
@@ -68,6 +70,7 @@ class LlamaCppModel:
         self.seed = int(seed)
         self._llm: Any = None
         self._grammars: dict[str, Any] = {}
+        self._median: Any = None  # logits processor; False when the vocabulary has none
 
     @property
     def loaded(self) -> bool:
@@ -102,7 +105,50 @@ class LlamaCppModel:
             self._grammars[grammar] = cached
         return cached
 
-    def complete(self, prompt: Prompt, *, grammar: str | None = None, max_tokens: int = 16) -> str:
+    #: :meth:`complete` takes ``belief_median`` (LLMPolicy asks for it where offered).
+    supports_belief_median = True
+
+    def _median_processor(self) -> Any:
+        """A llama.cpp logits processor that makes each belief number the median of the
+        model's distribution over ``00``..``99`` (:func:`agent.prompting.median_number`);
+        None when the vocabulary lacks single-token two-digit numbers (general models)."""
+        if self._median is not None:
+            return self._median or None
+        import re
+
+        from agent.prompting import belief_digits_next, median_number
+
+        llm = self._load()
+        strings = [
+            llm.detokenize([i]).decode("utf-8", "replace") for i in range(llm.n_vocab())
+        ]
+        digits = {int(t): i for i, t in enumerate(strings) if re.fullmatch(r"[0-9][0-9]", t)}
+        if len(digits) != 100:
+            self._median = False
+            return None
+        ids = np.array([digits[v] for v in range(100)])
+
+        def processor(input_ids: Any, logits: Any) -> Any:
+            tail = "".join(strings[int(t)] for t in input_ids[-4:])
+            if not belief_digits_next(tail):
+                return logits
+            out = np.full_like(logits, -np.inf)
+            out[ids[median_number(logits[ids])]] = 0.0
+            return out
+
+        self._median = _import_llama_cpp().LogitsProcessorList([processor])
+        return self._median
+
+    def complete(
+        self,
+        prompt: Prompt,
+        *,
+        grammar: str | None = None,
+        max_tokens: int = 16,
+        belief_median: bool = False,
+    ) -> str:
+        """Greedy completion (under ``grammar``); ``belief_median``: belief numbers are the
+        median of the model's distribution instead of its mode."""
         llm = self._load()
         g = self._grammar(grammar) if grammar is not None else None
         options = dict(
@@ -112,6 +158,10 @@ class LlamaCppModel:
             repeat_penalty=1.0,
             grammar=g,
         )
+        if belief_median and isinstance(prompt, str):
+            processor = self._median_processor()
+            if processor is not None:
+                options["logits_processor"] = processor
         try:
             if isinstance(prompt, str):
                 out = llm.create_completion(prompt, **options)
@@ -145,6 +195,7 @@ class LlamaCppModel:
             if close is not None:
                 close()
             self._llm = None
+            self._median = None
 
     def __repr__(self) -> str:
         state = "loaded" if self.loaded else "not loaded"

@@ -71,10 +71,14 @@ class TimedModel:
     def prompt_format(self):
         return getattr(self.model, "prompt_format", None)
 
-    def complete(self, prompt, *, grammar=None, max_tokens=16):
+    @property
+    def supports_belief_median(self):
+        return getattr(self.model, "supports_belief_median", False)
+
+    def complete(self, prompt, *, grammar=None, max_tokens=16, **options):
         t0 = time.perf_counter()
         try:
-            return self.model.complete(prompt, grammar=grammar, max_tokens=max_tokens)
+            return self.model.complete(prompt, grammar=grammar, max_tokens=max_tokens, **options)
         finally:
             self.seconds += time.perf_counter() - t0
             self.calls += 1

@@ -162,7 +162,7 @@ def check_parity(
     mismatches = []
     for p, ref in zip(prompts, torch_answers, strict=True):
         t0 = time.perf_counter()
-        ans = llm.complete(p["prompt"], grammar=OUTPUT_GBNF, max_tokens=24)
+        ans = llm.complete(p["prompt"], grammar=OUTPUT_GBNF, max_tokens=24, belief_median=True)
         times.append(time.perf_counter() - t0)
         a, b = parse_output(ans), parse_output(ref)
         valid += a.valid

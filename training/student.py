@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import regex
 
-from agent.prompting import parse_output, render_compact
+from agent.prompting import belief_digits_next, median_number, parse_output, render_compact
 from simulator import spec
 from simulator.policies import heuristic_action
 
@@ -35,6 +35,8 @@ class GrammarDecoder:
         n = tok.get_vocab_size()
         self.strings = [tok.decode([i], skip_special_tokens=False) for i in range(n)]
         self.strings[self.eos] = ""
+        found = {int(t): i for i, t in enumerate(self.strings) if regex.fullmatch(r"[0-9][0-9]", t)}
+        self.digits = np.array([found[v] for v in range(100)]) if len(found) == 100 else None
 
     def allowed(self, text: str, token: int) -> bool:
         s = self.strings[token]
@@ -44,8 +46,12 @@ class GrammarDecoder:
     def complete(text: str) -> bool:
         return ANSWER_PATTERN.fullmatch(text) is not None
 
-    def pick(self, text: str, logits: np.ndarray) -> int:
-        """The greedy grammar-allowed token for ``logits`` after answer prefix ``text``."""
+    def pick(self, text: str, logits: np.ndarray, belief_median: bool = False) -> int:
+        """The greedy grammar-allowed token for ``logits`` after answer prefix ``text``; with
+        ``belief_median`` the two digits of a belief number are the median of the model's
+        distribution over ``00``..``99`` (as :class:`agent.runtime.LlamaCppModel` does)."""
+        if belief_median and self.digits is not None and belief_digits_next(text):
+            return int(self.digits[median_number(logits[self.digits])])
         for token in np.argsort(-logits, kind="stable"):
             if self.allowed(text, int(token)):
                 return int(token)
@@ -58,7 +64,13 @@ class TorchStudent:
     Prompts are :func:`agent.prompting.render_compact` of the episode so far with the
     student's own beliefs; ``ms_per_decision`` accumulates timing."""
 
-    def __init__(self, checkpoint: str | Path, threads: int = 1, max_tokens: int = 24) -> None:
+    def __init__(
+        self,
+        checkpoint: str | Path,
+        threads: int = 1,
+        max_tokens: int = 24,
+        belief_median: bool = True,
+    ) -> None:
         import torch
         from tokenizers import Tokenizer
         from transformers import LlamaForCausalLM
@@ -72,6 +84,7 @@ class TorchStudent:
         self.prompt_format = checkpoint_prompt_format(checkpoint)
         self.bos = self.decoder.eos
         self.max_tokens = max_tokens
+        self.belief_median = belief_median
         self.decisions = 0
         self.seconds = 0.0
         self.invalid_outputs = 0
@@ -126,7 +139,7 @@ class TorchStudent:
             logits = self._forward(ids[common:])
             text = ""
             for _ in range(self.max_tokens):
-                token = self.decoder.pick(text, logits)
+                token = self.decoder.pick(text, logits, self.belief_median)
                 text += self.decoder.strings[token]
                 if self.decoder.complete(text):
                     break

@@ -184,3 +184,36 @@ def test_gguf_says_its_prompt_format(tmp_path):
     run_episode(policy, seed=4)
     assert policy.invalid_outputs == 0 and " b=" not in policy.last_prompt
     assert policy.last_prompt.startswith("rhythm v2\n")
+
+
+@pytest.mark.ml
+@needs_llama_cpp
+def test_belief_median_decoding_on_the_shipped_student(tiny_gguf):  # noqa: F811
+    """The shipped student's belief numbers are medians of its distribution: still valid
+    answers, the same actions, and different numbers where the model is unsure; a model
+    without two-digit tokens (the tiny fixture) decodes greedily either way."""
+    from pathlib import Path
+
+    import rhythm
+
+    shipped = Path(rhythm.__file__).parent / "models" / "student-q8_0.gguf"
+    model = LlamaCppModel(shipped)
+    env = RhythmEnv()
+    o, _ = env.reset(seed=7)
+    history, beliefs, differ = [o], [], 0
+    for _ in range(8):
+        prompt = render_compact(history, None, beliefs)
+        greedy = model.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=24)
+        median = model.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=24, belief_median=True)
+        g, m = (pytest.importorskip("agent.prompting").parse_output(x) for x in (greedy, median))
+        assert g.valid and m.valid and g.action == m.action
+        differ += g.belief != m.belief
+        o, *_ = env.step({"action": m.action_id, "belief": m.belief})
+        history.append(o)
+        beliefs.append(m.belief)
+    assert differ >= 1
+    tiny = LlamaCppModel(tiny_gguf)
+    prompt = render_compact(history[:1])
+    assert tiny.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=48, belief_median=True) == (
+        tiny.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=48)
+    )

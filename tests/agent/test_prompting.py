@@ -481,3 +481,30 @@ def test_unknown_prompt_format_is_refused():
     history, beliefs = _week_with_beliefs(steps=1)
     with pytest.raises(ValueError, match="unknown prompt format"):
         render_compact(history, None, beliefs, fmt="rhythm v9")
+
+
+# --- belief numbers: the median, not the mode ------------------------------------------------
+
+
+def test_belief_digits_come_after_b_equals_or_a_comma_and_a_point():
+    from agent.prompting import belief_digits_next
+
+    assert belief_digits_next("SLEEP b=.") and belief_digits_next("SLEEP b=.42,.")
+    assert belief_digits_next("SLEEP b=0.") and belief_digits_next("SLEEP b=.42,0.")
+    assert not belief_digits_next("SLEEP b=") and not belief_digits_next("SLEEP b=1.")
+    assert not belief_digits_next("evening:") and not belief_digits_next("m .")
+
+
+def test_median_number_minimises_absolute_error_where_the_mode_does_not():
+    from agent.prompting import median_number
+
+    z = np.full(100, -30.0)
+    z[10] = np.log(0.3)  # the mode ...
+    z[60:80] = np.log(0.7 / 20)  # ... but 70% of the mass is at 60..79
+    assert int(np.argmax(z)) == 10 and 60 <= median_number(z) <= 79
+    assert median_number(np.zeros(100)) in (49, 50)  # unsure: the middle, not an end
+    peaked = np.zeros(100)
+    peaked[93] = 50.0
+    assert median_number(peaked) == 93
+    with pytest.raises(ValueError):
+        median_number(np.zeros(99))

@@ -323,3 +323,23 @@ def test_dagger_sequence_trains_the_teacher_answer_after_the_students_history():
             )
             logits = model(input_ids=torch.tensor([[eos, *tok.encode(prompt).ids]])).logits[0, -1]
             assert torch.allclose(logits, full[starts[t] - 1], atol=1e-4)
+
+
+@needs_ml
+def test_pytorch_decoder_takes_the_median_belief_number_like_llama_cpp(records):
+    from training.dataset import episode_text, train_tokenizer
+    from training.student import GrammarDecoder
+
+    rng = np.random.default_rng(4)
+    numbers = " ".join(f".{k:02d}" for k in range(100))
+    tok = train_tokenizer([episode_text(_with_beliefs(r, rng)) for r in records] + [numbers] * 20, 700)
+    dec = GrammarDecoder(tok)
+    assert dec.digits is not None
+    logits = np.full(tok.get_vocab_size(), -30.0)
+    logits[dec.digits[5]] = np.log(0.4)  # the mode
+    logits[dec.digits[70:80]] = np.log(0.06)  # 60% of the mass
+    assert dec.pick("SLEEP b=.", logits) == dec.digits[5]  # greedy: the mode
+    assert dec.pick("SLEEP b=.", logits, belief_median=True) in set(dec.digits[70:80].tolist())
+    assert dec.pick("SLEEP b=.42,.", logits, belief_median=True) in set(dec.digits[70:80].tolist())
+    # not a number position: unchanged
+    assert dec.pick("SLEE", logits, belief_median=True) == dec.pick("SLEE", logits)
