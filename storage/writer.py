@@ -167,7 +167,7 @@ class RecordWriter:
             self.db.stage(table, data)
             self._staged_tables.add(table)
             self.summary.tables.setdefault(table, TableCounts())
-            if table not in BULK_KEYS and self.db.staged_rows(table) >= RAW_MERGE_ROWS:
+            if table.startswith("raw_") and self.db.staged_rows(table) >= RAW_MERGE_ROWS:
                 self._staged_tables.discard(table)
                 self._count(table, self.db.merge_staged(table))
             return

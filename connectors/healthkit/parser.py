@@ -90,7 +90,7 @@ class ExportParser:
     def __init__(self, fetched_at: datetime | None = None, use_native: bool | None = None):
         self.fetched_at = fetched_at or datetime.now(UTC)
         self.out: list[Any] = []
-        self.stage_records: list[sleep_mod.StageRecord] = []
+        self.stages = sleep_mod.StageColumns()  # sleep stage rows, grouped at the end
         self.locale: str | None = None
         self.export_date: str | None = None
         if use_native is None:
@@ -499,7 +499,7 @@ class ExportParser:
                 except ValueError as err:
                     raise ParseError(*at[row], str(err)) from None
             raise ParseError(*at[row], str(exc)) from None
-        self.stage_records.extend(sleep_mod.stage_records(columns))
+        self.stages.add(columns)
         return RecordBatch(Sample, columns)
 
     def _workout_child(self, nest: list[dict[str, Any]], name: str, a: dict[str, str]) -> None:
@@ -606,8 +606,8 @@ class ExportParser:
             )
 
     def _sleep_sessions(self) -> Iterator[Any]:
-        yield from sleep_mod.sessions(self.stage_records)
-        self.stage_records = []
+        stages, self.stages = self.stages, sleep_mod.StageColumns()
+        yield from stages.sessions()
 
 
 _ENERGY = {"kcal": 1.0, "Cal": 1.0, "kJ": 1 / 4.184, "cal": 0.001}

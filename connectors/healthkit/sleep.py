@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -28,6 +29,7 @@ from common.records import SleepSession
 from connectors.healthkit.types import ASLEEP_STAGES, _tz
 
 GAP = timedelta(hours=2)
+_GAP_US = GAP // timedelta(microseconds=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NAP_MAX = timedelta(hours=3)
 
@@ -121,27 +123,83 @@ def sessions(records: Iterable[StageRecord]) -> Iterator[SleepSession]:
             yield _session(group)
 
 
-def stage_records(samples: dict[str, pa.Array]) -> list[StageRecord]:
-    """The `sleep_stage` rows of Sample columns as StageRecords (aware datetimes in the
-    recorded offset; UTC where the export gave none)."""
-    sleep = pc.equal(samples["metric"], "sleep_stage")
-    if not pc.any(sleep).as_py():
-        return []
-    names = pc.filter(samples["source_name"], sleep).to_pylist()
-    stages = pc.filter(samples["detail"], sleep).to_pylist()
-    offs = pc.filter(samples["tz_offset_min"], sleep).to_pylist()
-    # instants as integer microseconds: much cheaper than Arrow's aware datetimes
-    starts, ends = (pc.filter(samples[k], sleep).cast(pa.int64()).to_pylist() for k in ("start_ts", "end_ts"))
-    out = []
-    for name, stage, start, end, off in zip(names, stages, starts, ends, offs, strict=True):
-        tz = UTC if off is None else _tz(off)
-        out.append(
-            StageRecord(
-                name,
-                stage,
-                (_EPOCH + timedelta(microseconds=start)).astimezone(tz),
-                (_EPOCH + timedelta(microseconds=end)).astimezone(tz),
-                off,
-            )
+def _stage_record(name: str, stage: str, start: int, end: int, off: int | None) -> StageRecord:
+    tz = UTC if off is None else _tz(off)
+    return StageRecord(
+        name,
+        stage,
+        (_EPOCH + timedelta(microseconds=start)).astimezone(tz),
+        (_EPOCH + timedelta(microseconds=end)).astimezone(tz),
+        off,
+    )
+
+
+class StageColumns:
+    """The sleep stage rows of a whole export, kept as compact columns (~29 bytes a row:
+    interned source and stage codes, start and end in microseconds, offset) rather than
+    one object per row, and grouped into sessions at the end with numpy; a StageRecord is
+    built only for the rows of the session being summed. Same sessions as `sessions()`."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str | None, int] = {}  # source names and stage names, interned
+        self._parts: list[tuple[np.ndarray, ...]] = []
+
+    def __len__(self) -> int:
+        return sum(len(p[0]) for p in self._parts)
+
+    def _encode(self, arr: pa.Array) -> np.ndarray:
+        enc = pc.dictionary_encode(arr, null_encoding="encode")
+        if isinstance(enc, pa.ChunkedArray):
+            enc = enc.combine_chunks()
+        lookup = np.array([self._codes.setdefault(v, len(self._codes)) for v in enc.dictionary.to_pylist()] or [0], np.int32)
+        return lookup[enc.indices.to_numpy(zero_copy_only=False)]
+
+    def add(self, samples: dict[str, pa.Array]) -> None:
+        """Keep the `sleep_stage` rows of a batch of Sample columns."""
+        sleep = pc.equal(samples["metric"], "sleep_stage")
+        if not pc.any(sleep).as_py():
+            return
+        names = self._encode(pc.filter(samples["source_name"], sleep))
+        stages = self._encode(pc.filter(samples["detail"], sleep))
+        starts, ends = (
+            pc.filter(samples[k], sleep).cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
+            for k in ("start_ts", "end_ts")
         )
-    return out
+        offs = pc.filter(samples["tz_offset_min"], sleep)
+        valid = offs.is_valid().to_numpy(zero_copy_only=False)
+        off = offs.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32)
+        self._parts.append((names, stages, starts, ends, off, valid))
+
+    def sessions(self) -> Iterator[SleepSession]:
+        """The sessions of every row kept so far (as `sessions()` would give them)."""
+        if not self._parts:
+            return
+        names, stages, starts, ends, off, valid = (np.concatenate(c) for c in zip(*self._parts, strict=True))
+        self._parts = []
+        text = [None] * len(self._codes)
+        for v, c in self._codes.items():
+            text[c] = v
+        # per source name in Python's string order, then by (start, end); stable as sorted()
+        rank = np.zeros(len(text), np.int64)
+        used = sorted({text[c] for c in np.unique(names).tolist()})
+        for i, v in enumerate(used):
+            rank[self._codes[v]] = i
+        order = np.lexsort((ends, starts, rank[names]))
+        names, stages, starts, ends, off, valid = (a[order] for a in (names, stages, starts, ends, off, valid))
+        # a row opens a session where the source changes or it starts more than GAP after
+        # the latest end so far in its source (that is the latest end of its session)
+        bounds = np.flatnonzero(np.diff(names)) + 1
+        cut = np.zeros(len(names), bool)
+        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(names)], strict=True):
+            cut[lo] = True
+            latest = np.maximum.accumulate(ends[lo:hi])
+            cut[lo + 1 : hi] |= starts[lo + 1 : hi] - latest[:-1] > _GAP_US
+        edges = np.r_[np.flatnonzero(cut), len(names)]
+        for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+            yield _session([
+                _stage_record(text[n], text[s], a, b, o if v else None)
+                for n, s, a, b, o, v in zip(
+                    names[lo:hi].tolist(), stages[lo:hi].tolist(), starts[lo:hi].tolist(),
+                    ends[lo:hi].tolist(), off[lo:hi].tolist(), valid[lo:hi].tolist(), strict=True,
+                )
+            ])

@@ -571,3 +571,46 @@ def test_unreadable_date_in_a_category_record_names_its_line(tmp_path):
     )
     with pytest.raises(SourceFormatError, match=r"line 8, column 3\): malformed XML: unrecognised date 'yesterday'"):
         list(read_export(write(tmp_path, "date.xml", export_xml(body))))
+
+
+def test_columnar_sleep_grouping_matches_the_record_by_record_rules():
+    """StageColumns (compact columns, grouped with numpy) gives exactly the sessions of
+    `sleep.sessions` on the same rows: several sources, offsets and none, ties, gaps of
+    exactly 2 h, overlaps, rows in any order, fed in several batches."""
+    import random
+    from datetime import timedelta
+
+    from connectors.healthkit import sleep as sleep_mod
+
+    rng = random.Random(7)
+    names = ["Watch", "iPhone", "Apple\xa0Watch", "AutoSleep"]
+    stages = ["in_bed", "asleep", "core", "deep", "rem", "awake", "asleep_unspecified"]
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    at = t0
+    rows = []
+    for _ in range(3000):
+        at += timedelta(minutes=rng.choice([0, 5, 30, 119, 120, 121, 600]))
+        rows.append((rng.choice(names), rng.choice(stages), at, at + timedelta(minutes=rng.choice([0, 1, 30, 200])),
+                     rng.choice([None, 0, 60, -300, 330])))
+    rng.shuffle(rows)
+    cols = sleep_mod.StageColumns()
+    for lo in range(0, len(rows), 700):
+        part = rows[lo:lo + 700] + [("x", None, t0, t0, None)]  # plus a row of another metric
+        cols.add({
+            "metric": pa.array(["sleep_stage"] * (len(part) - 1) + ["steps"]),
+            "source_name": pa.array([r[0] for r in part]),
+            "detail": pa.array([r[1] for r in part]),
+            "start_ts": pa.array([r[2] for r in part], pa.timestamp("us", "UTC")),
+            "end_ts": pa.array([r[3] for r in part], pa.timestamp("us", "UTC")),
+            "tz_offset_min": pa.array([r[4] for r in part], pa.int16()),
+        })
+    assert len(cols) == len(rows)
+    expected = list(sleep_mod.sessions(
+        sleep_mod.StageRecord(n, s, a.astimezone(types_mod._tz(o) if o is not None else UTC),
+                              b.astimezone(types_mod._tz(o) if o is not None else UTC), o)
+        for n, s, a, b, o in rows
+    ))
+    got = list(cols.sessions())
+    assert len(got) > 100
+    assert got == expected
+    assert list(cols.sessions()) == []  # the rows are handed over once

@@ -259,6 +259,60 @@ def test_samples_have_no_in_memory_key_index(db):
     assert db.natural_key("samples") == ["source", "metric", "source_name", "start_ts", "end_ts"]
 
 
+def test_raw_healthkit_has_no_in_memory_key_index_and_writers_are_capped(db):
+    """raw_healthkit (~130 k rows per million Apple Health Records) is a bulk table too, so
+    nothing an import holds in DuckDB memory grows with the history; writers run with the
+    memory limit and thread cap that the import's peak RSS was measured with."""
+    from storage.db import WRITER_MEMORY_LIMIT, WRITER_THREADS
+
+    cons = db.query("SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'raw_healthkit' "
+                    "AND constraint_type = 'PRIMARY KEY'")[1]
+    assert cons == [(0,)]
+    assert db.natural_key("raw_healthkit") == ["kind", "natural_key"]
+    limit = db.con.execute("SELECT current_setting('memory_limit'), current_setting('threads')").fetchone()
+    number, unit = limit[0].split()  # DuckDB prints MiB: 128MB is "122.0 MiB"
+    assert unit == "MiB" and float(number) * 2**20 == pytest.approx(int(WRITER_MEMORY_LIMIT[:-2]) * 1e6, rel=0.01)
+    assert int(limit[1]) <= WRITER_THREADS
+
+
+def test_migration_keeps_raw_rows_written_before_it(tmp_path):
+    """0003 rebuilds raw_healthkit without its PRIMARY KEY: the rows already there survive."""
+    import duckdb
+
+    from storage.db import load_migrations
+
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+                "checksum VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
+    for m in load_migrations()[:2]:
+        con.execute(m.sql)
+        con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?, now())", [m.version, m.name, m.checksum])
+    con.execute("INSERT INTO raw_healthkit VALUES ('record', 'k1', now(), '{\"a\":1}', 'h')")
+    con.close()
+    with open_db(path) as d:
+        assert d.query("SELECT kind, natural_key, payload FROM raw_healthkit")[1] == [("record", "k1", '{"a":1}')]
+        again = write_records(d, [RawRecord("healthkit", "record", "k1", '{"a":1}', datetime.now(UTC))])
+        assert again.tables["raw_healthkit"].existing == 1
+        assert d.query("SELECT count(*) FROM raw_healthkit")[1] == [(1,)]
+
+
+def test_reimport_rewrites_only_rows_whose_values_changed(db):
+    """A bulk table's changed rows are replaced (delete + insert, no in-memory UPDATE); an
+    unchanged raw payload keeps the time it was first landed, a changed one the new time."""
+    t1 = datetime(2024, 1, 1, tzinfo=UTC)
+    t2 = datetime(2024, 2, 1, tzinfo=UTC)
+    write_records(db, [RawRecord("healthkit", "record", k, f'{{"v":"{k}"}}', t1) for k in "abc"])
+    again = write_records(db, [RawRecord("healthkit", "record", "a", '{"v":"a"}', t2),
+                               RawRecord("healthkit", "record", "b", '{"v":"new"}', t2)])
+    assert (again.tables["raw_healthkit"].inserted, again.tables["raw_healthkit"].existing) == (0, 2)
+    rows = db.query("SELECT natural_key, payload, fetched_at FROM raw_healthkit ORDER BY natural_key")[1]
+    assert rows == [("a", '{"v":"a"}', t1), ("b", '{"v":"new"}', t2), ("c", '{"v":"c"}', t1)]
+    write_records(db, [sample(1), sample(2)])
+    write_records(db, [sample(1, value=5.0), sample(2)])
+    assert db.query("SELECT value FROM samples ORDER BY start_ts")[1] == [(5.0,), (10.0,)]
+
+
 def test_unmerged_staged_rows_never_commit_silently(db):
     import pyarrow as pa
     table = pa.Table.from_pylist([{"source": "x", "metric": "m", "source_name": "", "start_ts": sample(0).start_ts,
