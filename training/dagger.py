@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from training.common import (
     prepare_output,
     seed_everything,
 )
-from training.rollouts import FORMAT, _obs
+from training.rollouts import FORMAT, _obs, write_weeks
 
 DAGGER_FORMAT = "rhythm-dagger/1"
 
@@ -146,28 +145,15 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     seeds = list(range(args.seed_start, args.seed_start + args.episodes))
     chunks = [seeds[i : i + 10] for i in range(0, len(seeds), 10)]
     path = out / "dagger.jsonl"
-    done, maes, scores = 0, [], []
-    with path.open("w") as f:
-        jobs = [(c, str(student), args.condition) for c in chunks]
-        if args.workers > 1:
-            pool = get_context("spawn").Pool(args.workers)
-            results = pool.imap(_worker, jobs)
-        else:
-            pool, results = None, map(_worker, jobs)
-        try:
-            for lines in results:
-                for line in lines:
-                    f.write(line + "\n")
-                    g = json.loads(line)["student_grade"]
-                    scores.append(g["final_score"])
-                    if g["belief_mae"] is not None:
-                        maes.append(g["belief_mae"])
-                done += len(lines)
-                progress("dagger", done, len(seeds))
-        finally:
-            if pool is not None:
-                pool.close()
-                pool.join()
+    jobs = [(c, str(student), args.condition) for c in chunks]
+    done, scores, maes = write_weeks(
+        path,
+        _worker,
+        jobs,
+        args.workers,
+        "student_grade",
+        lambda n: progress("dagger", n, len(seeds)),
+    )
     summary = {
         "episodes": done,
         "student_final_score": float(np.mean(scores)),

@@ -16,6 +16,7 @@ import json
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,34 @@ def _worker(job: tuple[list[int], str, str, str]) -> list[str]:
     ]
 
 
+def write_weeks(
+    path: Path, worker, jobs: list, workers: int, grade_key: str, progress
+) -> tuple[int, list[float], list[float]]:
+    """Run ``worker`` over ``jobs`` (in ``workers`` processes, results in job order, so the
+    file is deterministic), write its JSONL lines to ``path``; returns ``(weeks, final
+    scores, belief_maes)`` read from each record's ``grade_key``."""
+    done, scores, maes = 0, [], []
+    with path.open("w") as f:
+        # spawn: a fresh interpreter per worker (the parent may hold torch or llama.cpp state)
+        ctx = get_context("spawn")
+        pool = ProcessPoolExecutor(workers, mp_context=ctx) if workers > 1 else None
+        results = pool.map(worker, jobs) if pool is not None else map(worker, jobs)
+        try:
+            for lines in results:
+                for line in lines:
+                    f.write(line + "\n")
+                    g = json.loads(line)[grade_key]
+                    scores.append(g["final_score"])
+                    if g["belief_mae"] is not None:
+                        maes.append(g["belief_mae"])
+                done += len(lines)
+                progress(done)
+        finally:
+            if pool is not None:
+                pool.shutdown()
+    return done, scores, maes
+
+
 def main(args: Args, progress: Progress = no_progress) -> Path:
     seed_everything(args.seed)
     out = prepare_output(args.out, "rollouts", args)
@@ -165,26 +194,9 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     t0 = time.time()
     done = 0
     scores, maes = [], []
-    with path.open("w") as f:
-        if args.workers <= 1:
-            results = map(_worker, jobs)
-            pool = None
-        else:
-            pool = ProcessPoolExecutor(args.workers)
-            results = pool.map(_worker, jobs)  # ordered: the file is deterministic
-        try:
-            for lines in results:
-                for line in lines:
-                    f.write(line + "\n")
-                    g = json.loads(line)["grade"]
-                    scores.append(g["final_score"])
-                    if g["belief_mae"] is not None:
-                        maes.append(g["belief_mae"])
-                done += len(lines)
-                progress("rollouts", done, len(seeds))
-        finally:
-            if pool is not None:
-                pool.shutdown()
+    done, scores, maes = write_weeks(
+        path, _worker, jobs, args.workers, "grade", lambda n: progress("rollouts", n, len(seeds))
+    )
     summary = {
         "episodes": done,
         "seconds": round(time.time() - t0, 1),
