@@ -150,6 +150,9 @@ class Database:
         self.con.execute("SET TimeZone = 'UTC'")
         self._in_tx = False
         self._staged: dict[str, int] = {}  # bulk table -> rows staged so far
+        # bulk tables that were empty when this transaction first staged rows for them: rows
+        # go straight into the table, and the merge only drops repeated keys (see stage())
+        self._direct: dict[str, int] = {}
         self._columns: dict[str, list[str]] = {}
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -229,15 +232,17 @@ class Database:
         except BaseException:
             self._in_tx = False
             self._staged.clear()
+            self._direct.clear()
             try:
                 self.con.execute("ROLLBACK")
             except duckdb.Error:
                 pass
             raise
         self._in_tx = False
-        if self._staged:
-            pending = sorted(self._staged)
+        if self._staged or self._direct:
+            pending = sorted({*self._staged, *self._direct})
             self._staged.clear()
+            self._direct.clear()
             self.con.execute("ROLLBACK")
             raise StorageError(f"staged rows for {pending} were never merged; nothing was written")
         try:
@@ -341,6 +346,24 @@ class Database:
         missing = [k for k in self.natural_key(table) if k not in cols]
         if missing:
             raise StorageError(f"rows for {table} lack key columns {missing}")
+        n = data.num_rows
+        if table in self._direct or (
+            table in BULK_KEYS and table not in self._staged and self._is_empty(table)
+        ):
+            # A first import into an empty bulk table: append straight to the table (one
+            # copy of each row instead of two) and only drop repeated keys at the merge,
+            # keeping the last appended row (highest rowid). Insertion order is kept for
+            # this statement so that rowids follow the rows' order within the batch too.
+            batch = data.select(cols)
+            col_list = ", ".join(_q(c) for c in cols)
+            self.con.execute("SET preserve_insertion_order = true")
+            try:
+                self.con.execute(f"INSERT INTO {table} ({col_list}) SELECT {col_list} FROM batch")
+            finally:
+                self.con.execute("SET preserve_insertion_order = false")
+            del batch
+            self._direct[table] = self._direct.get(table, 0) + n
+            return n
         stage = f"__stage_{table}"
         start = self._staged.get(table)
         if start is None:
@@ -349,7 +372,6 @@ class Database:
             defs = ", ".join(f"{_q(c)} {'VARCHAR' if t == 'JSON' else t}" for c, t, *_ in types)
             self.con.execute(f"CREATE OR REPLACE TEMP TABLE {stage} ({defs}, __ord BIGINT)")
             start = 0
-        n = data.num_rows
         batch = data.select(cols).append_column("__ord", pa.array(range(start, start + n), pa.int64()))
         # A replacement scan of the local `batch`, not con.register(): a registered Arrow
         # table stays referenced until the transaction ends, so a long import would keep
@@ -367,6 +389,8 @@ class Database:
     def merge_staged(self, table: str) -> UpsertResult:
         """Merge a bulk table's staged rows on its natural key: new keys are inserted, known
         keys updated where anything changed, and the last staged row wins within the batch."""
+        if table in self._direct:
+            return self._dedup_direct(table)
         received = self._staged.pop(table, 0)
         if received == 0:
             return UpsertResult(table, 0, 0, 0, 0)
@@ -423,6 +447,32 @@ class Database:
             existing=existing,
             duplicates_in_batch=received - distinct,
         )
+
+    def _dedup_direct(self, table: str) -> UpsertResult:
+        """Merge for rows appended straight to a bulk table that was empty: of each key
+        appended more than once keep the last row (highest rowid) and delete the others.
+        Repeats are found as in merge_staged: a grouping on a hash of the key, then an exact
+        grouping among the rows whose hash repeats."""
+        received = self._direct.pop(table)
+        key_list = ", ".join(_q(k) for k in self.natural_key(table))
+        self.con.execute(
+            f"CREATE OR REPLACE TEMP TABLE __dups AS "
+            f"WITH h AS (SELECT hash({key_list}) AS __h FROM {table} GROUP BY __h HAVING count(*) > 1) "
+            f"SELECT max(rowid) AS __keep, count(*) AS __n, list(rowid) AS __rows FROM {table} "
+            f"WHERE hash({key_list}) IN (SELECT __h FROM h) GROUP BY {key_list} HAVING count(*) > 1"
+        )
+        repeats = int(self.con.execute("SELECT coalesce(sum(__n - 1), 0) FROM __dups").fetchone()[0])
+        if repeats:
+            self.con.execute(
+                f"DELETE FROM {table} WHERE rowid IN "
+                "(SELECT r FROM (SELECT unnest(__rows) AS r, __keep FROM __dups) WHERE r <> __keep)"
+            )
+        self.con.execute("DROP TABLE __dups")
+        distinct = received - repeats
+        return UpsertResult(table, received, distinct, 0, repeats)
+
+    def _is_empty(self, table: str) -> bool:
+        return bool(self.con.execute(f"SELECT NOT EXISTS (SELECT 1 FROM {table})").fetchone()[0])
 
     def delete(self, table: str, where: dict[str, Any]) -> int:
         if self.read_only:

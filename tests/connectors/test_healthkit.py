@@ -46,7 +46,9 @@ def collect(path: Path, **kw) -> dict[str, list]:
     """Everything read_export yields, by kind; quantity batches flattened to dict rows."""
     out: dict[str, list] = {"samples": [], "raw": [], "sleep": [], "workouts": []}
     for rec in read_export(path, **kw):
-        if isinstance(rec, RecordBatch):
+        if isinstance(rec, RecordBatch) and rec.record_type is SleepSession:
+            out["sleep"].extend(_session_records([rec]))
+        elif isinstance(rec, RecordBatch):
             assert rec.record_type is Sample
             out["samples"].extend(pa.table(rec.columns).to_pylist())
         elif isinstance(rec, Sample):
@@ -59,6 +61,16 @@ def collect(path: Path, **kw) -> dict[str, list]:
             out["workouts"].append(rec)
         else:  # pragma: no cover
             raise AssertionError(f"unexpected record {rec!r}")
+    return out
+
+
+def _session_records(batches) -> list[SleepSession]:
+    """SleepSession objects from the connector's columnar session batches (instants in UTC:
+    equal to the same instants in any offset)."""
+    out = []
+    for b in batches:
+        assert isinstance(b, RecordBatch) and b.record_type is SleepSession
+        out.extend(SleepSession(**row) for row in pa.table(b.columns).to_pylist())
     return out
 
 
@@ -573,15 +585,22 @@ def test_unreadable_date_in_a_category_record_names_its_line(tmp_path):
         list(read_export(write(tmp_path, "date.xml", export_xml(body))))
 
 
-def test_columnar_sleep_grouping_matches_the_record_by_record_rules():
-    """StageColumns (compact columns, grouped with numpy) gives exactly the sessions of
-    `sleep.sessions` on the same rows: several sources, offsets and none, ties, gaps of
-    exactly 2 h, overlaps, rows in any order, fed in several batches."""
+@pytest.mark.parametrize(
+    "variant", ["whole seconds", "microseconds", "a stage ending before it starts", "spans too wide to pack"]
+)
+def test_columnar_sleep_grouping_matches_the_record_by_record_rules(variant, monkeypatch):
+    """StageColumns (compact columns, grouped and summed with numpy) gives exactly the
+    sessions of `sleep.sessions` on the same rows: several sources, offsets and none, ties,
+    gaps of exactly 2 h, overlaps, rows in any order, fed in several batches; instants with
+    microseconds (session ids as isoformat() writes them); and a reversed stage (summed row
+    by row, as before)."""
     import random
     from datetime import timedelta
 
     from connectors.healthkit import sleep as sleep_mod
 
+    if variant == "spans too wide to pack":
+        monkeypatch.setattr(sleep_mod, "_PACK_LIMIT", 0)
     rng = random.Random(7)
     names = ["Watch", "iPhone", "Apple\xa0Watch", "AutoSleep"]
     stages = ["in_bed", "asleep", "core", "deep", "rem", "awake", "asleep_unspecified"]
@@ -590,8 +609,12 @@ def test_columnar_sleep_grouping_matches_the_record_by_record_rules():
     rows = []
     for _ in range(3000):
         at += timedelta(minutes=rng.choice([0, 5, 30, 119, 120, 121, 600]))
-        rows.append((rng.choice(names), rng.choice(stages), at, at + timedelta(minutes=rng.choice([0, 1, 30, 200])),
-                     rng.choice([None, 0, 60, -300, 330])))
+        end = at + timedelta(minutes=rng.choice([0, 1, 30, 200]))
+        start = at + timedelta(microseconds=rng.choice([0, 1, 250_000])) if variant == "microseconds" else at
+        rows.append((rng.choice(names), rng.choice(stages), min(start, end), end, rng.choice([None, 0, 60, -300, 330])))
+    if variant == "a stage ending before it starts":
+        n, st, a, b, o = rows[1500]
+        rows[1500] = (n, st, b + timedelta(minutes=5), a, o)
     rng.shuffle(rows)
     cols = sleep_mod.StageColumns()
     for lo in range(0, len(rows), 700):
@@ -610,7 +633,9 @@ def test_columnar_sleep_grouping_matches_the_record_by_record_rules():
                               b.astimezone(types_mod._tz(o) if o is not None else UTC), o)
         for n, s, a, b, o in rows
     ))
-    got = list(cols.sessions())
+    got = _session_records(cols.sessions())
     assert len(got) > 100
+    if variant == "microseconds":
+        assert any("." in s.session_id for s in got) and any("." not in s.session_id for s in got)
     assert got == expected
     assert list(cols.sessions()) == []  # the rows are handed over once
