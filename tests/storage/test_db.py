@@ -347,3 +347,43 @@ def test_raw_rows_are_staged_and_merged_in_chunks_with_the_last_row_winning(db, 
         ('{"v":1}', writer_mod.payload_hash('{"v":1}'))
     ]
     assert db.query("SELECT count(*) FROM raw_healthkit")[1] == [(9,)]
+
+
+def test_first_import_into_an_empty_bulk_table_appends_directly_and_the_last_row_wins(db):
+    """Into an empty bulk table the rows go straight in (no staging copy) and the merge only
+    deletes repeated keys: the last row for a key wins, within one large batch (rows the
+    database could insert in parallel) and across batches; later rows in the same
+    transaction, once merged, take the staged path against what is already there."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = 250_000
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+    def batch(keys: np.ndarray, values: np.ndarray) -> pa.Table:
+        starts = pa.array((np.datetime64("2024-01-01") + keys.astype("timedelta64[m]")).astype("datetime64[us]"),
+                          pa.timestamp("us")).cast(pa.timestamp("us", "UTC"))
+        return pa.table({"source": pa.array(["healthkit"] * len(keys)), "metric": pa.array(["steps"] * len(keys)),
+                         "source_name": pa.array(["Watch"] * len(keys)), "start_ts": starts, "end_ts": starts,
+                         "value": pa.array(values, pa.float64()),
+                         "local_day": pa.array([date(2024, 1, 1)] * len(keys), pa.date32())})
+
+    keys = np.arange(n)
+    keys[n - 1] = 5  # key 5 again at the end of the same batch
+    keys[n // 2] = 7  # and key 7 in the middle
+    with db.transaction():
+        db.stage("samples", batch(keys, np.arange(n, dtype=float)))
+        assert db.staged_rows("samples") == 0  # appended to the table itself
+        db.stage("samples", batch(np.array([9, 10, 9]), np.array([-1.0, -2.0, -3.0])))
+        merged = db.merge_staged("samples")
+        assert (merged.received, merged.inserted, merged.existing, merged.duplicates_in_batch) == (n + 3, n - 2, 0, 5)
+        db.stage("samples", batch(np.array([10, n + 5]), np.array([-20.0, 1.0])))
+        assert db.staged_rows("samples") == 2  # not empty any more: staged and merged on the key
+        again = db.merge_staged("samples")
+        assert (again.inserted, again.existing) == (1, 1)
+    value = {k: v for k, v in db.con.execute(
+        "SELECT epoch_us(start_ts - ?::TIMESTAMPTZ) // 60000000, value FROM samples "
+        "WHERE start_ts - ?::TIMESTAMPTZ < INTERVAL 11 MINUTE", [t0, t0]).fetchall()}
+    assert value == {0: 0.0, 1: 1.0, 2: 2.0, 3: 3.0, 4: 4.0, 5: float(n - 1), 6: 6.0, 7: float(n // 2), 8: 8.0,
+                     9: -3.0, 10: -20.0}
+    assert db.query("SELECT count(*), count(DISTINCT start_ts) FROM samples")[1] == [(n - 1, n - 1)]
