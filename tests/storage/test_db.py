@@ -349,14 +349,20 @@ def test_raw_rows_are_staged_and_merged_in_chunks_with_the_last_row_winning(db, 
     assert db.query("SELECT count(*) FROM raw_healthkit")[1] == [(9,)]
 
 
-def test_first_import_into_an_empty_bulk_table_appends_directly_and_the_last_row_wins(db):
-    """Into an empty bulk table the rows go straight in (no staging copy) and the merge only
-    deletes repeated keys: the last row for a key wins, within one large batch (rows the
-    database could insert in parallel) and across batches; later rows in the same
-    transaction, once merged, take the staged path against what is already there."""
+@pytest.mark.parametrize("filter_bits", [None, 64])
+def test_first_import_into_an_empty_bulk_table_appends_directly_and_the_last_row_wins(db, monkeypatch, filter_bits):
+    """Into an empty bulk table, rows with a new key go straight in (no staging copy) and
+    only rows whose key may repeat an earlier one are staged and merged: the last row for a
+    key wins, within one large batch and across batches, and nothing appended is deleted.
+    With a key filter of 64 bits (nearly every key a false "maybe seen") the result is the
+    same. Later rows in the same transaction, once merged, take the staged path."""
     import numpy as np
     import pyarrow as pa
 
+    from storage import db as db_mod
+
+    if filter_bits:
+        monkeypatch.setattr(db_mod.KeyFilter, "BITS", filter_bits)  # 8 bytes
     n = 250_000
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -373,7 +379,8 @@ def test_first_import_into_an_empty_bulk_table_appends_directly_and_the_last_row
     keys[n // 2] = 7  # and key 7 in the middle
     with db.transaction():
         db.stage("samples", batch(keys, np.arange(n, dtype=float)))
-        assert db.staged_rows("samples") == 0  # appended to the table itself
+        if not filter_bits:
+            assert db.staged_rows("samples") == 2  # only the two repeats are staged
         db.stage("samples", batch(np.array([9, 10, 9]), np.array([-1.0, -2.0, -3.0])))
         merged = db.merge_staged("samples")
         assert (merged.received, merged.inserted, merged.existing, merged.duplicates_in_batch) == (n + 3, n - 2, 0, 5)
@@ -387,3 +394,30 @@ def test_first_import_into_an_empty_bulk_table_appends_directly_and_the_last_row
     assert value == {0: 0.0, 1: 1.0, 2: 2.0, 3: 3.0, 4: 4.0, 5: float(n - 1), 6: 6.0, 7: float(n // 2), 8: 8.0,
                      9: -3.0, 10: -20.0}
     assert db.query("SELECT count(*), count(DISTINCT start_ts) FROM samples")[1] == [(n - 1, n - 1)]
+
+
+def test_key_filter_never_misses_a_repeat():
+    """The first-import key filter: every repeat (across batches or inside one) is reported;
+    new keys mostly are not."""
+    import numpy as np
+
+    from storage.db import KeyFilter
+
+    rng = np.random.default_rng(3)
+    f = KeyFilter()
+    seen: set[int] = set()
+    false_yes = 0
+    for _ in range(20):
+        h = rng.integers(0, 2**64, 20_000, dtype=np.uint64)
+        h[::50] = rng.choice(np.array(sorted(seen) or [1], np.uint64), len(h[::50]))  # repeats of earlier batches
+        h[1::97] = h[::97][: len(h[1::97])]  # repeats inside the batch
+        maybe = f.add(h)
+        within: set[int] = set()
+        for x, m in zip(h.tolist(), maybe.tolist(), strict=True):
+            if x in seen or x in within:
+                assert m
+            elif m:
+                false_yes += 1
+            within.add(x)
+        seen |= within
+    assert false_yes < 0.001 * 20 * 20_000
