@@ -39,6 +39,10 @@ from connectors.healthkit.types import (
 )
 
 BATCH_ROWS = 50_000
+# Raw payloads (HRV beat lists, category Records with metadata, workouts...) are handed on
+# as one columnar RecordBatch(RawRecord) per this many rows (in file order), not one object
+# each: ~130 k of them per million Records.
+RAW_BATCH_ROWS = 10_000
 # A whole HRV beat list in the plain form Apple writes: values need no XML decoding and no
 # JSON escaping (no entity, quote, backslash or control character).
 _HRV_LIST = re.compile(
@@ -90,6 +94,7 @@ class ExportParser:
     def __init__(self, fetched_at: datetime | None = None, use_native: bool | None = None):
         self.fetched_at = fetched_at or datetime.now(UTC)
         self.out: list[Any] = []
+        self._raw_cols: tuple[list[str], list[str], list[str]] = ([], [], [])  # kind, key, payload
         self.stages = sleep_mod.StageColumns()  # sleep stage rows, grouped at the end
         self.locale: str | None = None
         self.export_date: str | None = None
@@ -349,8 +354,11 @@ class ExportParser:
 
     def _take_native_raw(self) -> None:
         raws, hrv = self._scanner.take_raw()  # type: ignore[union-attr]
-        for key, payload in raws:
-            self.out.append(RawRecord("healthkit", "record", key, payload, self.fetched_at))
+        if raws:
+            kinds, keys, payloads = self._raw_cols
+            kinds.extend(["record"] * len(raws))
+            keys.extend(k for k, _ in raws)
+            payloads.extend(p for _, p in raws)
         for row, key, payload in hrv:
             self._beats[row] = (key, payload)
 
@@ -412,14 +420,33 @@ class ExportParser:
             batch = self._take_batch(final)
             if batch is not None:
                 yield batch
-            if self.out:  # raw rows of the batch's HRV beat lists
-                out, self.out = self.out, []
-                yield from out
+        if final or len(self._raw_cols[0]) >= RAW_BATCH_ROWS:
+            raw = self._take_raw()
+            if raw is not None:
+                yield raw
         crows = self._cols.crows()
         if crows and (final or crows >= BATCH_ROWS // 4):
             yield self._take_categories()
         if final:
             yield from self._sleep_sessions()
+
+    def _take_raw(self) -> RecordBatch | None:
+        kinds, keys, payloads = self._raw_cols
+        if not kinds:
+            return None
+        self._raw_cols = ([], [], [])
+        n = len(kinds)
+        return RecordBatch(RawRecord, {
+            "source": ["healthkit"] * n, "kind": kinds, "natural_key": keys, "payload": payloads,
+            "fetched_at": [self.fetched_at] * n,
+        })
+
+    def _raw_row(self, kind: str, natural_key: str, payload: str) -> None:
+        """Land a payload (JSON text) raw, in file order with every other raw row."""
+        kinds, keys, payloads = self._raw_cols
+        kinds.append(kind)
+        keys.append(natural_key)
+        payloads.append(payload)
 
     # -- quantity batches ----------------------------------------------------------------
     def _take_batch(self, final: bool) -> Any:
@@ -447,7 +474,7 @@ class ExportParser:
         lists cut out of the text arrive as JSON text already, and the native scanner's
         as (natural key, payload)."""
         if isinstance(entry, tuple):
-            self.out.append(RawRecord("healthkit", "record", entry[0], entry[1], self.fetched_at))
+            self._raw_row("record", entry[0], entry[1])
             return
         parts = entry["beats"]
         if all(isinstance(b, str) for b in parts):
@@ -455,19 +482,11 @@ class ExportParser:
         else:  # mixed with beats read one by one by the handler (unusual text)
             beats = [x for b in parts for x in (json.loads("[" + b + "]") if isinstance(b, str) else [b])]
             payload = _dumps({"attributes": entry["attributes"], "beats": beats})
-        self.out.append(RawRecord("healthkit", "record", _key(entry["attributes"]), payload, self.fetched_at))
+        self._raw_row("record", _key(entry["attributes"]), payload)
 
     # -- the few, one at a time ----------------------------------------------------------
     def _raw(self, kind: str, natural_key: str, payload: Any) -> None:
-        self.out.append(
-            RawRecord(
-                source="healthkit",
-                kind=kind,
-                natural_key=natural_key,
-                payload=_dumps(payload),
-                fetched_at=self.fetched_at,
-            )
-        )
+        self._raw_row(kind, natural_key, _dumps(payload))
 
     def _category_record(self, rec: dict[str, Any], at: tuple[int, int]) -> None:
         """A finished category Record: its strings go to the category columns (converted

@@ -21,7 +21,7 @@ from connectors.healthkit.parser import ExportParser, ParseError
 
 Progress = Callable[[float, float | None], None]
 
-QUEUE_DEPTH = 2
+QUEUE_DEPTH = 8
 _DONE = object()
 
 
@@ -62,8 +62,9 @@ def _format_error(src: source_mod.XmlSource, exc: ParseError) -> SourceFormatErr
 
 
 def read_export(path: str | Path, progress: Progress | None = None) -> Iterator[Any]:
-    """Yield the export's records: `RecordBatch(Sample)` chunks for quantity Records, and
-    `Sample`, `SleepSession`, `Workout`, `RawRecord` objects for everything else.
+    """Yield the export's records: columnar `RecordBatch`es of `Sample` (Records),
+    `RawRecord` (payloads landed raw) and `SleepSession` (at the end), and `Sample` and
+    `Workout` objects for the few other elements.
 
     Raises `SourceFormatError` (file and position in the message) for a missing file, a
     damaged zip, a zip without an export XML, or malformed XML.

@@ -48,6 +48,8 @@ def collect(path: Path, **kw) -> dict[str, list]:
     for rec in read_export(path, **kw):
         if isinstance(rec, RecordBatch) and rec.record_type is SleepSession:
             out["sleep"].extend(_session_records([rec]))
+        elif isinstance(rec, RecordBatch) and rec.record_type is RawRecord:
+            out["raw"].extend(RawRecord(**row) for row in pa.table(rec.columns).to_pylist())
         elif isinstance(rec, RecordBatch):
             assert rec.record_type is Sample
             out["samples"].extend(pa.table(rec.columns).to_pylist())

@@ -39,7 +39,10 @@ def outcome(path: Path, use_native: bool, monkeypatch) -> tuple:
     rows, other = [], []
     try:
         for rec in read_export(path):
-            if isinstance(rec, RecordBatch):
+            if isinstance(rec, RecordBatch) and rec.record_type is RawRecord:
+                c = rec.columns
+                other.extend(("raw", *row) for row in zip(c["kind"], c["natural_key"], c["payload"], strict=True))
+            elif isinstance(rec, RecordBatch):
                 table = pa.table(rec.columns)
                 rows.extend((repr(table.schema.types), sorted(r.items())) for r in table.to_pylist())
             elif isinstance(rec, RawRecord):
