@@ -19,6 +19,7 @@ from typing import Any, get_type_hints
 from common.errors import ConfigError
 
 SECRET_FIELDS = {"whoop_client_secret", "google_client_secret"}
+SYNC_SOURCES = ("whoop", "google", "garmin")  # the API sources `rhythm sync` knows
 
 
 @dataclass(frozen=True)

@@ -31,12 +31,11 @@ from connectors.oauth import (
     token_store,
 )
 from rhythm.lock import writer_lock
-from rhythm.settings import Settings
+from rhythm.settings import SYNC_SOURCES, Settings
 from storage import open_db
 from storage.db import Database
 from storage.writer import RecordWriter
 
-SYNC_SOURCES = ("whoop", "google", "garmin")
 WHOOP_STREAMS = ("cycle", "sleep", "recovery", "workout", "profile")
 WHOOP_REDIRECT_PORT = 8765  # must match the redirect URL registered with the WHOOP app
 GARMIN_LAG_DAYS = 2

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import date
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
+if TYPE_CHECKING:
+    from rhythm.recommend import Plan
+
 from rhythm.cli._common import console, get_settings, print_json
-from rhythm.recommend import Plan, recommend, record_feedback
 
 
 def render_plan(plan: Plan) -> None:
@@ -42,6 +45,8 @@ def register(app: typer.Typer) -> None:
             target = date.fromisoformat(day) if day else None
         except ValueError:
             raise typer.BadParameter(f"{day!r} is not a date (YYYY-MM-DD)", param_hint="--date") from None
+        from rhythm.recommend import recommend  # the agent and the simulator: loaded to plan
+
         plan = recommend(get_settings(ctx), target)
         if json_out:
             print_json(plan.to_dict())
@@ -56,6 +61,8 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print the stored answer as JSON."),
     ) -> None:
         """Record your answer (accept/ignore) to a recommendation; the next plan uses it."""
+        from rhythm.recommend import record_feedback
+
         result = record_feedback(get_settings(ctx), recommendation_id, response.strip().lower())
         if json_out:
             print_json(result)

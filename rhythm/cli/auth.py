@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from rhythm.cli._common import console, get_settings, print_json
-from rhythm.sync import auth_garmin, auth_google, auth_whoop
 
 app = typer.Typer(help="Authorise API access (OAuth with a local redirect); tokens stay on this machine.", no_args_is_help=True)
 
@@ -35,6 +34,8 @@ def whoop(
 ) -> None:
     """WHOOP API v2 (scopes incl. offline, so Rhythm can refresh on its own)."""
     settings = get_settings(ctx)
+    from rhythm.sync import auth_whoop
+
     _done(auth_whoop(settings, open_browser=not no_browser, on_url=_show_url, port=port or settings.whoop_redirect_port), json_out)
 
 
@@ -45,6 +46,8 @@ def google(
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Google Calendar (read-only), installed-app flow with a 127.0.0.1 redirect."""
+    from rhythm.sync import auth_google
+
     _done(auth_google(get_settings(ctx), open_browser=not no_browser, on_url=_show_url), json_out)
 
 
@@ -56,6 +59,8 @@ def garmin(
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Garmin Connect (optional extra rhythm[garmin]); logs in once, keeps the tokens."""
+    from rhythm.sync import auth_garmin
+
     result = auth_garmin(get_settings(ctx), email, password, prompt_mfa=lambda: typer.prompt("MFA code"))
     if json_out:
         print_json(result)

@@ -10,14 +10,14 @@ import typer
 from rich.markup import escape
 
 from rhythm.cli._common import console, get_settings, print_json, rows_table
-from rhythm.demo import run_demo
-from rhythm.report import BELIEFS
 
 
 def belief_text(belief: Any, sd: Any) -> str:
     if not belief:
         return ""
     sd = list(sd or [])
+    from rhythm.report import BELIEFS
+
     parts = []
     for i, m in enumerate(belief):
         name = BELIEFS[i] if i < len(BELIEFS) else f"b{i}"
@@ -61,6 +61,8 @@ def register(app: typer.Typer) -> None:
             console.print("[bold]Rhythm demo[/bold]: five weeks of Mara (a morning person in Utrecht who "
                           "socialises on weekends), today = the sample's last day", highlight=False)
             console.print(f"demo home {target}", highlight=False, soft_wrap=True)
+        from rhythm.demo import run_demo  # the whole app: loaded only for the demo
+
         r = run_demo(settings, target, say=say)
         if json_out:
             print_json({

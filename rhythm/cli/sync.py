@@ -6,7 +6,7 @@ import typer
 from rich.markup import escape
 
 from rhythm.cli._common import console, err_console, get_settings, print_json, rows_table
-from rhythm.sync import SYNC_SOURCES, sync
+from rhythm.settings import SYNC_SOURCES
 
 
 def register(app: typer.Typer) -> None:
@@ -17,6 +17,8 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ) -> None:
         """Fetch what changed since the last sync (WHOOP, Google Calendar, Garmin Connect)."""
+        from rhythm.sync import sync  # httpx and the OAuth clients: loaded only to sync
+
         settings = get_settings(ctx)
         with err_console.status("syncing ...") as status:
 
