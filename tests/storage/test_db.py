@@ -421,3 +421,33 @@ def test_key_filter_never_misses_a_repeat():
             within.add(x)
         seen |= within
     assert false_yes < 0.001 * 20 * 20_000
+
+
+def test_migration_0004_keeps_raw_rows_and_stores_payloads_with_zstd(tmp_path):
+    """0004 rebuilds the four raw tables with `payload ... USING COMPRESSION zstd`: every row
+    is kept, the keyed ones keep their PRIMARY KEY, and new payloads are written with zstd."""
+    import duckdb
+
+    path = tmp_path / "v3.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+                "checksum VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
+    for m in load_migrations()[:3]:
+        con.execute(m.sql)
+        con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?, now())", [m.version, m.name, m.checksum])
+    for src in ("healthkit", "garmin", "whoop", "calendar"):
+        con.execute(f"INSERT INTO raw_{src} VALUES ('k', '{src}1', now(), '{{\"a\":1}}', 'h')")
+    con.close()
+    with open_db(path) as d:
+        assert d.schema_version() >= 4
+        for src in ("healthkit", "garmin", "whoop", "calendar"):
+            assert d.query(f"SELECT natural_key, payload FROM raw_{src}")[1] == [(f"{src}1", '{"a":1}')]
+            sql = d.con.execute("SELECT sql FROM duckdb_tables() WHERE table_name = ?", [f"raw_{src}"]).fetchone()[0]
+            assert "payload JSON USING COMPRESSION ZSTD" in sql
+            assert ("PRIMARY KEY" in sql) == (src != "healthkit")
+        d.con.execute("INSERT INTO raw_healthkit SELECT 'record', 'k' || i, now(), '{\"beats\":' || i || '}', 'h' "
+                      "FROM range(150000) t(i)")
+        d.con.execute("CHECKPOINT")
+        used = {r[0] for r in d.con.execute("SELECT compression FROM pragma_storage_info('raw_healthkit') "
+                                             "WHERE column_name = 'payload'").fetchall()}
+        assert "ZSTD" in used
