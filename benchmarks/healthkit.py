@@ -69,7 +69,7 @@ def synthesise(records: int, out: Path) -> tuple[int, int]:
                 s = m.group(1)
                 r = cache.get(s)
                 if r is None:
-                    dt = datetime.strptime(s.decode(), "%Y-%m-%d %H:%M:%S") - delta
+                    dt = datetime.strptime(s.decode(), "%Y-%m-%d %H:%M:%S") + delta  # later: 4-digit years up to ~60 M Records
                     r = cache[s] = dt.strftime("%Y-%m-%d %H:%M:%S").encode()
                 return r + b" " + m.group(2)
 

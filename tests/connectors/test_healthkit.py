@@ -603,6 +603,7 @@ def test_columnar_sleep_grouping_matches_the_record_by_record_rules(variant, mon
 
     if variant == "spans too wide to pack":
         monkeypatch.setattr(sleep_mod, "_PACK_LIMIT", 0)
+    monkeypatch.setattr(sleep_mod, "SESSIONS_PER_BATCH", 37)  # several batches, cut anywhere
     rng = random.Random(7)
     names = ["Watch", "iPhone", "Apple\xa0Watch", "AutoSleep"]
     stages = ["in_bed", "asleep", "core", "deep", "rem", "awake", "asleep_unspecified"]
