@@ -2,13 +2,14 @@
 
     .venv/bin/python benchmarks/healthkit.py                 # ~3 M Records (~1.2 GB XML)
     .venv/bin/python benchmarks/healthkit.py --records 800000
+    .venv/bin/python benchmarks/healthkit.py --records 10000000 --skip-h2s   # ~3.9 GB, the largest exports
     .venv/bin/python benchmarks/healthkit.py --size-gb 1 --h2s-records 400000
     .venv/bin/python benchmarks/healthkit.py --records 200000 --parse-only   # parser alone
     .venv/bin/python benchmarks/healthkit.py --records 1000000 --no-native   # pure-Python parser
 
 Builds a large export.xml in benchmarks/_data/ (git-ignored) by repeating the Records of
 shared/fixtures/apple_health/k0rventen_export.xml (27 types, HRV beat lists, metadata),
-each copy shifted by a whole number of 367-day periods so no natural key repeats. Then:
+each copy shifted later by a whole number of 367-day periods so no natural key repeats. Then:
 
 1. `rhythm import healthkit FILE` in a subprocess with a fresh RHYTHM_HOME: wall time
    (parse + load + commit), CPU time, peak RSS of that process (os.wait4).
