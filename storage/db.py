@@ -287,23 +287,27 @@ class Database:
             yield self
         except BaseException:
             self._in_tx = False
+            appending = bool(self._direct)
             self._staged.clear()
             self._direct.clear()
             self._seen.clear()
             try:
                 self.con.execute("ROLLBACK")
-                self._appending(False)
+                if appending:
+                    self._appending(False)
             except duckdb.Error:
                 pass
             raise
         self._in_tx = False
         if self._staged or self._direct:
             pending = sorted({*self._staged, *self._direct})
+            appending = bool(self._direct)
             self._staged.clear()
             self._direct.clear()
             self._seen.clear()
             self.con.execute("ROLLBACK")
-            self._appending(False)
+            if appending:
+                self._appending(False)
             raise StorageError(f"staged rows for {pending} were never merged; nothing was written")
         try:
             self.con.execute("COMMIT")
@@ -489,7 +493,7 @@ class Database:
             self.con.execute(f"DELETE FROM {stage} USING __dups d WHERE {on} AND {stage}.__ord <> d.__keep")
         self.con.execute("DROP TABLE __dups")
         distinct = received - int(repeats)
-        empty = self.con.execute(f"SELECT NOT EXISTS (SELECT 1 FROM {table})").fetchone()[0]
+        empty = self._is_empty(table)
         existing = 0 if empty else self.con.execute(
             f"SELECT count(*) FROM {stage} SEMI JOIN {table} USING ({key_list})"
         ).fetchone()[0]

@@ -451,3 +451,24 @@ def test_migration_0004_keeps_raw_rows_and_stores_payloads_with_zstd(tmp_path):
         used = {r[0] for r in d.con.execute("SELECT compression FROM pragma_storage_info('raw_healthkit') "
                                              "WHERE column_name = 'payload'").fetchall()}
         assert "ZSTD" in used
+
+
+def test_a_failed_first_import_rolls_back_and_restores_the_writer_settings(db):
+    """A first import that fails while appending leaves the table empty and the connection
+    with its usual threads and memory limit (the append settings are for appending only)."""
+    import pyarrow as pa
+
+    from storage.db import WRITER_THREADS
+
+    def setting() -> tuple:
+        return db.con.execute("SELECT current_setting('threads'), current_setting('memory_limit')").fetchone()
+
+    before = setting()
+    rows = pa.Table.from_pylist([{"source": "x", "metric": "m", "source_name": "", "start_ts": sample(i).start_ts,
+                                  "end_ts": sample(i).end_ts, "local_day": date(2024, 3, 1)} for i in range(5)])
+    with pytest.raises(RuntimeError), db.transaction():
+        db.stage("samples", rows)
+        assert db.staged_rows("samples") == 0 and int(setting()[0]) == 1  # appending, one thread
+        raise RuntimeError("disk full")
+    assert db.query("SELECT count(*) FROM samples")[1] == [(0,)]
+    assert setting() == before and int(before[0]) == WRITER_THREADS
