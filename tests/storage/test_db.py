@@ -275,19 +275,23 @@ def test_raw_healthkit_has_no_in_memory_key_index_and_writers_are_capped(db):
     assert int(limit[1]) <= WRITER_THREADS
 
 
-def test_migration_keeps_raw_rows_written_before_it(tmp_path):
-    """0003 rebuilds raw_healthkit without its PRIMARY KEY: the rows already there survive."""
+def database_at_version(path, version: int):
+    """A raw DuckDB connection to a database migrated up to `version` only (an older Rhythm)."""
     import duckdb
 
-    from storage.db import load_migrations
-
-    path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
                 "checksum VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
-    for m in load_migrations()[:2]:
+    for m in load_migrations()[:version]:
         con.execute(m.sql)
         con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?, now())", [m.version, m.name, m.checksum])
+    return con
+
+
+def test_migration_keeps_raw_rows_written_before_it(tmp_path):
+    """0003 rebuilds raw_healthkit without its PRIMARY KEY: the rows already there survive."""
+    path = tmp_path / "old.duckdb"
+    con = database_at_version(path, 2)
     con.execute("INSERT INTO raw_healthkit VALUES ('record', 'k1', now(), '{\"a\":1}', 'h')")
     con.close()
     with open_db(path) as d:
@@ -426,15 +430,8 @@ def test_key_filter_never_misses_a_repeat():
 def test_migration_0004_keeps_raw_rows_and_stores_payloads_with_zstd(tmp_path):
     """0004 rebuilds the four raw tables with `payload ... USING COMPRESSION zstd`: every row
     is kept, the keyed ones keep their PRIMARY KEY, and new payloads are written with zstd."""
-    import duckdb
-
     path = tmp_path / "v3.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
-                "checksum VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)")
-    for m in load_migrations()[:3]:
-        con.execute(m.sql)
-        con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?, now())", [m.version, m.name, m.checksum])
+    con = database_at_version(path, 3)
     for src in ("healthkit", "garmin", "whoop", "calendar"):
         con.execute(f"INSERT INTO raw_{src} VALUES ('k', '{src}1', now(), '{{\"a\":1}}', 'h')")
     con.close()
