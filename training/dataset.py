@@ -46,6 +46,11 @@ from training.rollouts import read_rollouts
 
 EOS = "<|endoftext|>"
 FORMAT = "rhythm-dataset/1"
+#: ``mask`` value of the tokens of a belief written right after a stale stretch
+#: (:func:`stale_beliefs`); 1 marks every other answer token.
+CORRECTION = 2
+#: Spread of a stale belief around the last good one (per dimension, clipped to [0, 1]).
+STALE_SD = 0.12
 _TARGET_RE = re.compile(
     rf"^(?:{'|'.join(spec.SLOTS)}):(?P<target>(?:{'|'.join(spec.ACTIONS)}) b=[0-9.]+,[0-9.]+,[0-9.]+)",
     re.MULTILINE,
@@ -68,6 +73,12 @@ class Args:
         "", "reuse this tokenizer.json instead of training one (refinement data)"
     )
     seed: int = help_field(0, "seed of the train/val split")
+    stale_fraction: float = help_field(
+        0.0,
+        "share of training weeks (v1) whose earlier beliefs are made stale in stretches; the "
+        "belief right after each stretch is the teacher's and is marked for --correction-weight "
+        "(see stale_beliefs)",
+    )
     prompt_format: str = help_field(
         FORMAT_VERSION,
         "rhythm v1 (past beliefs in the prompt) or rhythm v2 (hidden: the student must infer the "
@@ -139,6 +150,51 @@ def encode_record(tok, rec: dict[str, Any], text: str, fmt: str):
     if fmt != FORMAT_V2:
         hide[:] = 0
     return ids, mask, hide
+
+
+def stale_beliefs(
+    beliefs: list[Any], rng: np.random.Generator
+) -> tuple[list[Any], list[int], list[int]]:
+    """``(shown, stale, corrections)``: the teacher's beliefs with stretches made stale.
+
+    A v1 student copies its previous belief, so at inference it keeps what it guessed early
+    in the week (docs/training.md). Here, in stretches of 2-10 steps, the belief shown is a
+    frozen, perturbed copy of the last one before the stretch (the prior at the start of the
+    week), as a student's stale guess would be. Those beliefs are context only (``stale``:
+    no loss on them); the action of every step stays a target. The first step after a stretch
+    (``corrections``) writes the teacher's belief: the student must read the person from
+    the meters and anomalies, the stale belief above it is of no use. Steps are 0-based."""
+    shown = [None if b is None else tuple(float(x) for x in b) for b in beliefs]
+    n = len(shown)
+    stale: list[int] = []
+    corrections: list[int] = []
+    s = int(rng.integers(0, 8))
+    while s + 2 < n:
+        length = min(int(rng.integers(2, 11)), n - 1 - s)
+        before = shown[s - 1] if s > 0 else None
+        base = np.full(3, 0.5) if before is None else np.array(before)
+        frozen = tuple(np.round(np.clip(base + rng.normal(0.0, STALE_SD, 3), 0.0, 1.0), 2))
+        for k in range(s, s + length):
+            if shown[k] is not None:
+                shown[k] = tuple(float(x) for x in frozen)
+                stale.append(k)
+        corrections.append(s + length)
+        s += length + 1 + int(rng.integers(2, 8))
+    return shown, stale, corrections
+
+
+def mark_stale(
+    mask: np.ndarray, hide: np.ndarray, stale: list[int], corrections: list[int]
+) -> np.ndarray:
+    """``mask`` with no target on the beliefs of ``stale`` steps and :data:`CORRECTION` on
+    those of ``corrections`` (``hide`` numbers the belief spans from 1, see
+    :func:`encode_episode`)."""
+    out = mask.copy()
+    for k in stale:
+        out[hide == k + 1] = 0
+    for k in corrections:
+        out[(hide == k + 1) & (mask > 0)] = CORRECTION
+    return out
 
 
 def target_spans(text: str) -> list[tuple[int, int]]:
@@ -250,6 +306,23 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     progress("dataset", 2, 3)
 
     encoded = [encode_record(tok, r, t, args.prompt_format) for r, t in zip(records, texts, strict=True)]
+    n_stale = 0
+    if args.stale_fraction > 0:
+        if args.prompt_format == FORMAT_V2:
+            raise ValueError("--stale-fraction applies to v1 data (v2 hides past beliefs already)")
+        srng = np.random.default_rng(args.seed + 1)
+        for i in train_idx:
+            rec = records[i]
+            if is_dagger(rec) or srng.random() >= args.stale_fraction:
+                continue
+            shown, stale, corrections = stale_beliefs(rec["beliefs"], srng)
+            text = render_compact(
+                rec["observations"], rec.get("context"), shown, fmt=args.prompt_format,
+                history_beliefs=True,
+            )
+            ids, mask, hide = encode_episode(tok, text)
+            encoded[i] = (ids, mark_stale(mask, hide, stale, corrections), np.zeros_like(hide))
+            n_stale += 1
     dropped = [i for i, e in enumerate(encoded) if e is None]
     if dropped:
         log(f"dataset: {len(dropped)} DAgger weeks with an invalid student answer left out")
@@ -273,7 +346,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
 
     kept = [i for i, e in enumerate(encoded) if e is not None]
     lengths = np.array([len(encoded[i][0]) for i in kept])
-    targets = np.array([int(encoded[i][1].sum()) for i in kept])
+    targets = np.array([int((encoded[i][1] > 0).sum()) for i in kept])
     spans = np.array([len(target_spans(texts[i])) for i in kept])
     numbers_single = sum(len(tok.encode(f"{k:02d}").ids) == 1 for k in range(100))
     stats = {
@@ -281,6 +354,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         "prompt_format": args.prompt_format,
         "episodes": len(kept),
         "dagger_episodes": sum(is_dagger(records[i]) for i in kept),
+        "stale_episodes": n_stale,
         "train_episodes": len(train_idx),
         "val_episodes": len(val_idx),
         "vocab_size": tok.get_vocab_size(),

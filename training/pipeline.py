@@ -36,7 +36,7 @@ from training.common import (
 BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
         "rollouts": {"episodes": 6, "workers": 1},
-        "dataset": {"vocab_size": 512, "val_fraction": 0.34},
+        "dataset": {"vocab_size": 512, "val_fraction": 0.34, "stale_fraction": 0.5},
         "sft": {
             "layers": 2,
             "hidden": 64,
@@ -49,6 +49,7 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
             "eval_every": 4,
             "minutes": 2.0,
             "bf16": False,
+            "correction_weight": 3.0,
         },
         "dagger": {"episodes": 2, "workers": 1},
         "dagger_sft": {
@@ -71,8 +72,8 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "medium": {
         "rollouts": {"episodes": 1600, "workers": 2},
-        "dataset": {"vocab_size": 1024},
-        "sft": {"minutes": 45.0, "steps": 2000, "warmup": 60},
+        "dataset": {"vocab_size": 1024, "stale_fraction": 0.5},
+        "sft": {"minutes": 45.0, "steps": 2000, "warmup": 60, "correction_weight": 3.0},
         "person_rollouts": {"episodes": 12, "workers": 2, "profile": "seed:4242"},
         "refine": {"steps": 20, "minutes": 4.0, "person": "seed:4242", "eval_episodes": 5},
         "export": {"quants": ["f16", "q8_0", "q4_k_m"], "parity_episodes": 8},
@@ -80,8 +81,8 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "full": {
         "rollouts": {"episodes": 3000, "workers": 2},
-        "dataset": {"vocab_size": 1024},
-        "sft": {"minutes": 55.0, "steps": 2500, "warmup": 80},
+        "dataset": {"vocab_size": 1024, "stale_fraction": 0.5},
+        "sft": {"minutes": 55.0, "steps": 2500, "warmup": 80, "correction_weight": 3.0},
         "person_rollouts": {"episodes": 20, "workers": 2, "profile": "seed:4242"},
         "refine": {"steps": 30, "minutes": 5.0, "person": "seed:4242", "eval_episodes": 5},
         "export": {"quants": ["f16", "q8_0", "q4_k_m"], "parity_episodes": 16},

@@ -72,6 +72,10 @@ class Args:
     belief_weight: float = help_field(
         2.0, "loss weight of belief tokens relative to action tokens (v2 data)"
     )
+    correction_weight: float = help_field(
+        1.0,
+        "loss weight of a belief written right after a stale stretch (dataset --stale-fraction)",
+    )
 
 
 def load_split(data: str | Path, name: str) -> dict[str, np.ndarray] | None:
@@ -146,19 +150,29 @@ def forward_hidden(model, ids, hide=None):
     ).last_hidden_state
 
 
-def masked_loss(model, ids, mask, hide=None, belief_weight: float = 1.0):
-    """Cross-entropy over the answer tokens (``mask``), and the number of them; belief
-    tokens (``hide`` > 0, v2 data) weigh ``belief_weight``."""
+def masked_loss(
+    model, ids, mask, hide=None, belief_weight: float = 1.0, correction_weight: float = 1.0
+):
+    """Cross-entropy over the answer tokens (``mask`` > 0), and the number of them; belief
+    tokens (``hide`` > 0, v2 data) weigh ``belief_weight``, the tokens of a belief written
+    after a stale stretch (``mask`` == ``training.dataset.CORRECTION``) ``correction_weight``."""
     import torch.nn.functional as F
 
+    from training.dataset import CORRECTION
+
     hidden = forward_hidden(model, ids, hide)[:, :-1]
-    sel = mask[:, 1:].bool()
+    sel = mask[:, 1:] > 0
     logits = model.lm_head(hidden[sel])
     targets = ids[:, 1:][sel]
     losses = F.cross_entropy(logits.float(), targets.long(), reduction="none")
-    if hide is None or belief_weight == 1.0:
+    weighted_beliefs = hide is not None and belief_weight != 1.0
+    if not weighted_beliefs and correction_weight == 1.0:
         return losses.mean(), int(sel.sum())
-    w = 1.0 + (belief_weight - 1.0) * (hide[:, 1:][sel] > 0).float()
+    w = losses.new_ones(losses.shape)
+    if weighted_beliefs:
+        w = w + (belief_weight - 1.0) * (hide[:, 1:][sel] > 0).float()
+    if correction_weight != 1.0:
+        w = w * (1.0 + (correction_weight - 1.0) * (mask[:, 1:][sel] == CORRECTION).float())
     return (losses * w).sum() / w.sum(), int(sel.sum())
 
 
@@ -189,14 +203,14 @@ def evaluate_split(model, split, batch_size: int, bf16: bool, device: str = "cpu
                 None if t is None else t.to(device) for t in batch_tensors(split, idx)
             )
             hidden = forward_hidden(model, ids, hide)[:, :-1]
-            sel = mask[:, 1:].bool()
+            sel = mask[:, 1:] > 0
             logits = model.lm_head(hidden[sel]).float()
             targets = ids[:, 1:][sel]
             tot += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
             n += int(sel.sum())
             pred = logits.argmax(-1)
             all_ok += int((pred == targets).sum())
-            m = mask[:, 1:]
+            m = (mask[:, 1:] > 0).long()
             first = (m == 1) & (torch.nn.functional.pad(m, (1, 0))[:, :-1] == 0)
             fsel = first[sel]
             first_ok += int((pred[fsel] == targets[fsel]).sum())
@@ -366,7 +380,9 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         for g in opt.param_groups:
             g["lr"] = lr_at(step - 1)
         with torch.autocast(args.device.split(":")[0], dtype=torch.bfloat16, enabled=args.bf16):
-            loss, _ = masked_loss(model, ids, mask, hide, args.belief_weight)
+            loss, _ = masked_loss(
+                model, ids, mask, hide, args.belief_weight, args.correction_weight
+            )
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
