@@ -343,3 +343,93 @@ def test_pytorch_decoder_takes_the_median_belief_number_like_llama_cpp(records):
     assert dec.pick("SLEEP b=.42,.", logits, belief_median=True) in set(dec.digits[70:80].tolist())
     # not a number position: unchanged
     assert dec.pick("SLEE", logits, belief_median=True) == dec.pick("SLEE", logits)
+
+
+def test_stale_stretches_freeze_earlier_beliefs_and_end_on_the_teachers():
+    from training.dataset import stale_beliefs
+
+    rng = np.random.default_rng(0)
+    teacher = [tuple(np.round(rng.uniform(0, 1, 3), 2)) for _ in range(spec.EPISODE_STEPS)]
+    for seed in range(40):
+        shown, stale, corrections = stale_beliefs(teacher, np.random.default_rng(seed))
+        assert len(shown) == spec.EPISODE_STEPS and corrections
+        assert set(stale).isdisjoint(corrections)
+        assert max(corrections) <= spec.EPISODE_STEPS - 1
+        for k in range(spec.EPISODE_STEPS):
+            if k not in stale:
+                assert shown[k] == teacher[k]  # every target is the teacher's belief
+            else:
+                assert all(0.0 <= x <= 1.0 for x in shown[k])
+        stretches = np.split(np.array(stale), np.flatnonzero(np.diff(stale) > 1) + 1)
+        assert [int(s[-1]) + 1 for s in stretches] == corrections  # each ends on a correction
+        for s in stretches:
+            assert len({shown[k] for k in s}) == 1  # frozen inside a stretch
+            assert 2 <= len(s) <= 10
+    # the perturbation moves the frozen belief away from the last good one (sd 0.12)
+    moved = [
+        np.abs(np.subtract(sh[st[0]], teacher[st[0] - 1])).mean()  # first stretch
+        for sh, st, _ in (stale_beliefs(teacher, np.random.default_rng(s)) for s in range(40))
+        if st[0] > 0
+    ]
+    assert 0.03 < np.mean(moved) < 0.2
+
+
+@needs_ml
+def test_stale_beliefs_are_context_and_the_correction_is_a_weighted_target(records):
+    from training.dataset import (
+        CORRECTION,
+        encode_episode,
+        episode_text,
+        mark_stale,
+        stale_beliefs,
+        train_tokenizer,
+    )
+
+    rng = np.random.default_rng(2)
+    rec = _with_beliefs(records[0], rng)
+    shown, stale, corrections = stale_beliefs(rec["beliefs"], np.random.default_rng(5))
+    text = episode_text({**rec, "beliefs": shown})
+    tok = train_tokenizer([text, episode_text(rec)], 600)
+    ids, mask, hide = encode_episode(tok, text)
+    marked = mark_stale(mask, hide, stale, corrections)
+    assert np.all(marked[mask == 0] == 0)
+    for k in range(spec.EPISODE_STEPS):
+        span = hide == k + 1
+        want = 0 if k in stale else CORRECTION if k in corrections else 1
+        assert np.all(marked[span] == want), k
+    assert tok.decode(ids[marked == CORRECTION].tolist()) == "".join(
+        " " + format_output(0, rec["beliefs"][k]).split(" ", 1)[1] for k in corrections
+    )
+    # every action stays a target, stale step or not
+    actions = tok.decode(ids[(marked == 1) & (hide == 0)].tolist())
+    assert actions == "".join(spec.ACTIONS[a] for a in rec["actions"])
+
+
+@needs_ml
+def test_correction_weight_scales_the_loss_of_corrected_beliefs():
+    import torch
+
+    from training.dataset import CORRECTION
+    from training.sft import Args, build_model, masked_loss
+
+    torch.manual_seed(0)
+    model = build_model(Args(layers=1, hidden=32, ffn=64, heads=2, kv_heads=2), 50, 0)
+    ids = torch.randint(1, 50, (2, 12))
+    mask = torch.zeros(2, 12, dtype=torch.long)
+    mask[:, 3:6] = 1
+    mask[:, 8:10] = CORRECTION
+    plain, n = masked_loss(model, ids, mask)
+    same, _ = masked_loss(model, ids, mask, correction_weight=1.0)
+    heavy, _ = masked_loss(model, ids, mask, correction_weight=3.0)
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[:, :-1]
+        per = torch.nn.functional.cross_entropy(
+            logits.transpose(1, 2), ids[:, 1:], reduction="none"
+        )
+        m = mask[:, 1:]
+        w = (m > 0).float() * torch.where(m == CORRECTION, 3.0, 1.0)
+        want = (per * w).sum() / w.sum()
+        want_plain = per[m > 0].mean()
+    assert n == 10
+    assert torch.isclose(plain, want_plain, atol=1e-5) and torch.equal(plain, same)
+    assert torch.isclose(heavy, want, atol=1e-5) and not torch.isclose(heavy, plain)
