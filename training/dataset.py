@@ -197,6 +197,24 @@ def mark_stale(
     return out
 
 
+def next_beliefs(mask: np.ndarray, beliefs: list[Any]) -> np.ndarray:
+    """(len(mask), 3) float16: at each token, the teacher's belief of the answer being
+    written or coming next (NaN after the last answer, or where the teacher gave none).
+    ``mask`` is the answer mask of :func:`encode_episode` (each answer one run of tokens);
+    the targets of ``sft --aux-weight``."""
+    out = np.full((len(mask), 3), np.nan, dtype=np.float16)
+    on = mask > 0
+    ends = np.flatnonzero(on & ~np.r_[on[1:], False]) + 1  # one past each answer's last token
+    if len(ends) != len(beliefs):
+        return out
+    lo = 0
+    for end, b in zip(ends, beliefs, strict=True):
+        if b is not None:
+            out[lo:end] = np.asarray(b, dtype=np.float16)
+        lo = end
+    return out
+
+
 def target_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the answers (``ACTION b=S,M,W``) in an episode text."""
     return [m.span("target") for m in _TARGET_RE.finditer(text)]
@@ -307,6 +325,10 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
 
     encoded = [encode_record(tok, r, t, args.prompt_format) for r, t in zip(records, texts, strict=True)]
     n_stale = 0
+    aux = [
+        None if e is None or is_dagger(r) else next_beliefs(e[1], r["beliefs"])
+        for r, e in zip(records, encoded, strict=True)
+    ]
     if args.stale_fraction > 0:
         if args.prompt_format == FORMAT_V2:
             raise ValueError("--stale-fraction applies to v1 data (v2 hides past beliefs already)")
@@ -322,6 +344,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
             )
             ids, mask, hide = encode_episode(tok, text)
             encoded[i] = (ids, mark_stale(mask, hide, stale, corrections), np.zeros_like(hide))
+            aux[i] = next_beliefs(mask, rec["beliefs"])  # the teacher's, not the stale ones
             n_stale += 1
     dropped = [i for i, e in enumerate(encoded) if e is None]
     if dropped:
@@ -335,6 +358,11 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         if not idx:
             continue
         arrays = _pack([encoded[i] for i in idx], pad, with_hide)
+        nb = np.full((*arrays["ids"].shape, 3), np.nan, dtype=np.float16)
+        for row, i in enumerate(idx):
+            if aux[i] is not None:
+                nb[row, : len(aux[i])] = aux[i]
+        arrays["belief_next"] = nb
         arrays["seeds"] = np.array([records[i]["seed"] for i in idx], dtype=np.int64)
         np.savez_compressed(out / f"{name}.npz", **arrays)
         files.append(out / f"{name}.npz")

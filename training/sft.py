@@ -72,6 +72,11 @@ class Args:
     belief_weight: float = help_field(
         2.0, "loss weight of belief tokens relative to action tokens (v2 data)"
     )
+    aux_weight: float = help_field(
+        0.0,
+        "weight of an auxiliary loss: a linear head reads the teacher's next belief from the "
+        "last hidden state at every token (squared error; the head is not part of the model)",
+    )
     correction_weight: float = help_field(
         1.0,
         "loss weight of a belief written right after a stale stretch (dataset --stale-fraction)",
@@ -151,7 +156,13 @@ def forward_hidden(model, ids, hide=None):
 
 
 def masked_loss(
-    model, ids, mask, hide=None, belief_weight: float = 1.0, correction_weight: float = 1.0
+    model,
+    ids,
+    mask,
+    hide=None,
+    belief_weight: float = 1.0,
+    correction_weight: float = 1.0,
+    hidden=None,
 ):
     """Cross-entropy over the answer tokens (``mask`` > 0), and the number of them; belief
     tokens (``hide`` > 0, v2 data) weigh ``belief_weight``, the tokens of a belief written
@@ -160,7 +171,9 @@ def masked_loss(
 
     from training.dataset import CORRECTION
 
-    hidden = forward_hidden(model, ids, hide)[:, :-1]
+    if hidden is None:
+        hidden = forward_hidden(model, ids, hide)
+    hidden = hidden[:, :-1]
     sel = mask[:, 1:] > 0
     logits = model.lm_head(hidden[sel])
     targets = ids[:, 1:][sel]
@@ -174,6 +187,16 @@ def masked_loss(
     if correction_weight != 1.0:
         w = w * (1.0 + (correction_weight - 1.0) * (mask[:, 1:][sel] == CORRECTION).float())
     return (losses * w).sum() / w.sum(), int(sel.sum())
+
+
+def aux_loss(head, hidden, targets):
+    """Mean squared error of ``sigmoid(head(hidden))`` against the teacher's next belief
+    (``targets`` (B, L, 3), NaN where there is none); 0 when no token has one."""
+    valid = ~targets.isnan().any(-1)
+    if not bool(valid.any()):
+        return hidden.new_zeros(())
+    pred = head(hidden[valid].float()).sigmoid()
+    return ((pred - targets[valid].float()) ** 2).mean()
 
 
 def batch_tensors(split: dict[str, np.ndarray], idx: np.ndarray):
@@ -336,12 +359,18 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         f"sft: {n_params / 1e6:.2f}M parameters, {len(train['ids'])} train episodes, budget {args.minutes} min / {args.steps} steps"
     )
     model.train()
+    head = None
+    if args.aux_weight > 0:
+        if "belief_next" not in train:
+            raise ValueError(f"{data} has no belief_next targets (made before --aux-weight)")
+        head = torch.nn.Linear(model.config.hidden_size, 3).to(args.device)
+    extra = [] if head is None else list(head.parameters())
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
     opt = torch.optim.AdamW(
         [
             {"params": decay, "weight_decay": args.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
+            {"params": no_decay + extra, "weight_decay": 0.0},
         ],
         lr=args.lr,
         betas=(0.9, 0.95),
@@ -380,9 +409,15 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         for g in opt.param_groups:
             g["lr"] = lr_at(step - 1)
         with torch.autocast(args.device.split(":")[0], dtype=torch.bfloat16, enabled=args.bf16):
+            hidden = forward_hidden(model, ids, hide)
             loss, _ = masked_loss(
-                model, ids, mask, hide, args.belief_weight, args.correction_weight
+                model, ids, mask, hide, args.belief_weight, args.correction_weight, hidden
             )
+            if head is not None:
+                nb = torch.from_numpy(
+                    train["belief_next"][idx, : ids.shape[1]].astype(np.float32)
+                ).to(args.device)
+                loss = loss + args.aux_weight * aux_loss(head, hidden, nb)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

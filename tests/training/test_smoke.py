@@ -433,3 +433,61 @@ def test_correction_weight_scales_the_loss_of_corrected_beliefs():
     assert n == 10
     assert torch.isclose(plain, want_plain, atol=1e-5) and torch.equal(plain, same)
     assert torch.isclose(heavy, want, atol=1e-5) and not torch.isclose(heavy, plain)
+
+
+def test_belief_trace_measures_each_step_against_the_truth(tmp_path):
+    from training.belief_trace import Args, main, trace
+
+    truth = [[0.2, 0.5, 0.9], [0.8, 0.5, 0.1]]
+    weeks = []
+    for t in truth:
+        teacher = [[0.5, 0.5, 0.5], t, t]  # learns the person at the second step
+        student = [[0.5, 0.5, 0.5], [0.5, 0.5, 0.5], None]  # never moves, then no belief
+        weeks.append(
+            {"belief_truth": t, "beliefs": teacher, "student_beliefs": student}
+        )
+    tr = trace(weeks)
+    assert np.allclose(tr["teacher"][0], [0.3, 0.0, 0.4]) and np.allclose(tr["teacher"][1:], 0)
+    assert np.allclose(tr["student"][1], [0.3, 0.0, 0.4]) and np.isnan(tr["student"][2]).all()
+    assert np.allclose(tr["constant"], [0.3, 0.0, 0.4])  # the median of two is their middle
+    assert np.allclose(tr["student_change"][0], 0.0)
+    path = tmp_path / "weeks.jsonl"
+    path.write_text("\n".join(json.dumps(w) for w in weeks) + "\n")
+    out = main(Args(weeks=str(path), out=str(tmp_path / "trace")))
+    assert (out / "trace.png").stat().st_size > 0
+    rows = (out / "trace.csv").read_text().splitlines()
+    assert len(rows) == 1 + 3 and rows[0].startswith("step,student_social")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["teacher_belief_mae"] == 0.0
+    with pytest.raises(ValueError, match="no weeks"):
+        trace([])
+
+
+def test_next_beliefs_give_every_token_the_answer_it_leads_to():
+    from training.dataset import next_beliefs
+
+    # tokens: p p [a a] p [a] p p   (two answers)
+    mask = np.array([0, 0, 1, 2, 0, 1, 0, 0], dtype=np.uint8)
+    out = next_beliefs(mask, [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]])
+    assert out.dtype == np.float16 and out.shape == (8, 3)
+    assert np.allclose(out[:4], [0.1, 0.2, 0.3], atol=1e-3)
+    assert np.allclose(out[4:6], [0.4, 0.5, 0.6], atol=1e-3)
+    assert np.isnan(out[6:]).all()
+    assert np.isnan(next_beliefs(mask, [[0.1, 0.2, 0.3]])).all()  # answers and beliefs disagree
+    assert np.isnan(next_beliefs(mask, [None, [0.4, 0.5, 0.6]])[:4]).all()
+
+
+@needs_ml
+def test_aux_loss_is_the_squared_error_of_the_belief_head():
+    import torch
+
+    from training.sft import aux_loss
+
+    torch.manual_seed(0)
+    head = torch.nn.Linear(4, 3)
+    hidden = torch.randn(1, 3, 4)
+    targets = torch.tensor([[[0.2, 0.4, 0.6], [float("nan")] * 3, [0.9, 0.1, 0.5]]])
+    got = aux_loss(head, hidden, targets)
+    pred = head(hidden[0, [0, 2]]).sigmoid()
+    assert torch.isclose(got, ((pred - targets[0, [0, 2]]) ** 2).mean())
+    assert aux_loss(head, hidden, torch.full((1, 3, 3), float("nan"))) == 0
