@@ -101,9 +101,7 @@ def main(args: Args) -> Path:
         for s in range(t["student"].shape[0]):
             change = t["student_change"][s - 1] if s else 0.0
             w.writerow(
-                [s]
-                + [f"{x:.4f}" for x in (*t["student"][s], *t["teacher"][s])]
-                + [f"{change:.4f}"]
+                [s] + [f"{x:.4f}" for x in (*t["student"][s], *t["teacher"][s])] + [f"{change:.4f}"]
             )
     plot(t, out / "trace.png")
     summary = {

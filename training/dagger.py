@@ -129,7 +129,9 @@ def student_gguf(checkpoint: Path, out: Path) -> Path:
 
     model = load_student(checkpoint, "")
     return write_gguf(
-        model, checkpoint / "tokenizer.json", out / "student-f32.gguf",
+        model,
+        checkpoint / "tokenizer.json",
+        out / "student-f32.gguf",
         checkpoint_prompt_format(checkpoint),
     )
 

@@ -142,9 +142,7 @@ def encode_record(tok, rec: dict[str, Any], text: str, fmt: str):
     """:func:`encode_episode` for teacher weeks (beliefs hidden only in v2),
     :func:`encode_dagger` for relabelled student weeks."""
     if is_dagger(rec):
-        answers = [
-            format_output(a, b) for a, b in zip(rec["actions"], rec["beliefs"], strict=True)
-        ]
+        answers = [format_output(a, b) for a, b in zip(rec["actions"], rec["beliefs"], strict=True)]
         return encode_dagger(tok, text, answers)
     ids, mask, hide = encode_episode(tok, text)
     if fmt != FORMAT_V2:
@@ -323,7 +321,9 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     tok.save(str(tok_path))
     progress("dataset", 2, 3)
 
-    encoded = [encode_record(tok, r, t, args.prompt_format) for r, t in zip(records, texts, strict=True)]
+    encoded = [
+        encode_record(tok, r, t, args.prompt_format) for r, t in zip(records, texts, strict=True)
+    ]
     n_stale = 0
     aux = [
         None if e is None or is_dagger(r) else next_beliefs(e[1], r["beliefs"])
@@ -339,7 +339,10 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
                 continue
             shown, stale, corrections = stale_beliefs(rec["beliefs"], srng)
             text = render_compact(
-                rec["observations"], rec.get("context"), shown, fmt=args.prompt_format,
+                rec["observations"],
+                rec.get("context"),
+                shown,
+                fmt=args.prompt_format,
                 history_beliefs=True,
             )
             ids, mask, hide = encode_episode(tok, text)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training import dagger, dataset, evaluate, export, refine, rollouts, sft
+from training import dagger, dataset, evaluate, export, reading_probe, refine, rollouts, sft
 from training.common import (
     REPO_ROOT,
     Progress,
@@ -52,6 +52,7 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
             "correction_weight": 3.0,
         },
         "dagger": {"episodes": 2, "workers": 1},
+        "probe": {"weeks": 2, "threads": 1},
         "dagger_sft": {
             "batch_size": 2,
             "steps": 4,
@@ -96,6 +97,7 @@ STAGES = (
     "dagger",
     "dagger_dataset",
     "dagger_sft",
+    "probe",
     "refine",
     "export",
     "evaluate",
@@ -204,6 +206,24 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
             ),
         )
         ck, data_dir = dag / "sft" / "checkpoint", dag / "dataset"
+
+    # does the student read the person, or copy the beliefs in its context? (v1 data only;
+    # on the teacher's held-out weeks of stage 2, also after DAgger)
+    if sft.prompt_format_of(root / "dataset") == "rhythm v1":
+        stage(
+            "probe",
+            reading_probe.main,
+            args_from(
+                reading_probe.Args,
+                {
+                    **b.get("probe", {}),
+                    **seed,
+                    "checkpoint": str(ck),
+                    "data": str(root / "dataset"),
+                    "out": str(root / "probe"),
+                },
+            ),
+        )
 
     person = root / "person"
     stage(
@@ -364,7 +384,7 @@ def ship(root: Path, dest: Path, args: Args) -> Path:
         "",
         "Limits: trained on the simulator only; its beliefs are about the simulator's three "
         "dimensions (social, morning, work). Compare its rows with `bayes` above: the "
-        "Bayesian agent stays available (`agent_backend = \"bayes\"` in config.toml).",
+        'Bayesian agent stays available (`agent_backend = "bayes"` in config.toml).',
         "",
     ]
     (dest / "MODEL_CARD.md").write_text("\n".join(card))

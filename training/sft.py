@@ -81,6 +81,17 @@ class Args:
         1.0,
         "loss weight of a belief written right after a stale stretch (dataset --stale-fraction)",
     )
+    curriculum: list[int] = help_field(
+        [],
+        "answers per week, growing: the budget is split into equal shares and in share i every "
+        "week is cut after its first curriculum[i] steps (e.g. 4 8 16 28); empty = whole weeks",
+    )
+    blind_fraction: float = help_field(
+        0.0,
+        "share of training weeks (v1 data) whose past beliefs are replaced, in the input only, "
+        "by another week's: the targets stay the teacher's, so copying the context belief is "
+        "useless there and only reading the meters lowers the loss",
+    )
 
 
 def load_split(data: str | Path, name: str) -> dict[str, np.ndarray] | None:
@@ -163,10 +174,13 @@ def masked_loss(
     belief_weight: float = 1.0,
     correction_weight: float = 1.0,
     hidden=None,
+    labels=None,
 ):
     """Cross-entropy over the answer tokens (``mask`` > 0), and the number of them; belief
     tokens (``hide`` > 0, v2 data) weigh ``belief_weight``, the tokens of a belief written
-    after a stale stretch (``mask`` == ``training.dataset.CORRECTION``) ``correction_weight``."""
+    after a stale stretch (``mask`` == ``training.dataset.CORRECTION``) ``correction_weight``.
+    ``labels``: the token ids to predict where they differ from the input ``ids`` (blinded
+    weeks, :func:`blind_beliefs`)."""
     import torch.nn.functional as F
 
     from training.dataset import CORRECTION
@@ -176,7 +190,7 @@ def masked_loss(
     hidden = hidden[:, :-1]
     sel = mask[:, 1:] > 0
     logits = model.lm_head(hidden[sel])
-    targets = ids[:, 1:][sel]
+    targets = (ids if labels is None else labels)[:, 1:][sel]
     losses = F.cross_entropy(logits.float(), targets.long(), reduction="none")
     weighted_beliefs = hide is not None and belief_weight != 1.0
     if not weighted_beliefs and correction_weight == 1.0:
@@ -189,6 +203,88 @@ def masked_loss(
     return (losses * w).sum() / w.sum(), int(sel.sum())
 
 
+@dataclass
+class BeliefTokens:
+    """Token ids that make up a rendered belief ``b=.42,.71,.30`` (the two-digit numbers and
+    the ``=.`` / ``,.`` pieces in front of them, as the stage 2 tokenizer splits it) and
+    the ``SLOT:`` that opens each step line."""
+
+    digits: np.ndarray
+    lead: int
+    comma: int
+    slots: np.ndarray
+    colon: int
+
+    @classmethod
+    def of(cls, tok) -> BeliefTokens:
+        from simulator import spec
+
+        def ids(pieces) -> np.ndarray:
+            found = (tok.token_to_id(p) for p in pieces)
+            return np.array([i for i in found if i is not None], dtype=np.int64)
+
+        return cls(
+            ids(f"{k:02d}" for k in range(100)),
+            tok.token_to_id("=.") if tok.token_to_id("=.") is not None else -1,
+            tok.token_to_id(",.") if tok.token_to_id(",.") is not None else -1,
+            ids(spec.SLOTS),
+            tok.token_to_id(":") if tok.token_to_id(":") is not None else -1,
+        )
+
+
+def belief_positions(ids: np.ndarray, bt: BeliefTokens) -> tuple[np.ndarray, np.ndarray]:
+    """The beliefs written in one week (the teacher's, stale or not): the positions of their
+    three numbers, (beliefs, 3), and the step each belongs to, (beliefs,). A belief that is
+    not three two-digit numbers (``1.00``) is left out."""
+    ids = np.asarray(ids)
+    n = len(ids)
+    start = np.flatnonzero((ids[:-1] == bt.lead) & np.isin(ids[1:], bt.digits)) + 1
+    start = start[start + 4 < n]
+    ok = (
+        (ids[start + 1] == bt.comma)
+        & np.isin(ids[start + 2], bt.digits)
+        & (ids[start + 3] == bt.comma)
+        & np.isin(ids[start + 4], bt.digits)
+    )
+    start = start[ok]
+    lines = step_starts(ids, n, bt.slots, bt.colon)
+    steps = np.searchsorted(lines, start) - 1
+    return np.stack([start, start + 2, start + 4], axis=1), steps
+
+
+def donor_beliefs(ids: np.ndarray, bt: BeliefTokens, steps: int) -> np.ndarray:
+    """(steps, 3) belief-number tokens a week showed at each step; -1 where none is readable."""
+    pos, at = belief_positions(ids, bt)
+    out = np.full((steps, 3), -1, dtype=np.int64)
+    keep = (at >= 0) & (at < steps)
+    out[at[keep]] = ids[pos[keep]]
+    return out
+
+
+def blind_beliefs(
+    ids: np.ndarray,
+    lengths: np.ndarray,
+    rows: np.ndarray,
+    donors: list[np.ndarray],
+    bt: BeliefTokens,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """A copy of ``ids`` in which, for each row in ``rows``, every belief but the last is
+    replaced by the belief another week showed at the same step (``donors``: random other
+    weeks' :func:`donor_beliefs`). The context beliefs then look like any week's but say
+    nothing of this person. Only the input changes; the caller keeps ``ids`` as the labels."""
+    out = ids.copy()
+    for r in rows:
+        pos, at = belief_positions(ids[r, : int(lengths[r])], bt)
+        if len(pos) < 2:
+            continue
+        donor = donors[int(rng.integers(len(donors)))]
+        for p, k in zip(pos[:-1], at[:-1], strict=True):
+            if 0 <= k < len(donor) and donor[k, 0] >= 0:
+                out[r, p] = donor[k]
+    return out
+
+
 def aux_loss(head, hidden, targets):
     """Mean squared error of ``sigmoid(head(hidden))`` against the teacher's next belief
     (``targets`` (B, L, 3), NaN where there is none); 0 when no token has one."""
@@ -199,10 +295,44 @@ def aux_loss(head, hidden, targets):
     return ((pred - targets[valid].float()) ** 2).mean()
 
 
-def batch_tensors(split: dict[str, np.ndarray], idx: np.ndarray):
-    """``(ids, mask, hide or None)`` of episodes ``idx``, cut to the longest."""
+def step_starts(ids: np.ndarray, length: int, slot_ids: np.ndarray, colon: int) -> np.ndarray:
+    """Positions where the step lines of one week start (``SLOT:``), in order."""
+    ids = ids[:length]
+    return np.flatnonzero(np.isin(ids[:-1], slot_ids) & (ids[1:] == colon))
+
+
+def prefix_lengths(split: dict[str, np.ndarray], tok) -> np.ndarray:
+    """(weeks, 29) token counts: entry k (1..28) keeps a week's first k steps, i.e. the text
+    before step line k (the last entry is the whole week; entry 0 is unused)."""
+    from simulator import spec
+
+    ids_of = (tok.token_to_id(s) for s in spec.SLOTS)
+    slot_ids = np.array([i for i in ids_of if i is not None], dtype=np.int64)
+    colon = tok.token_to_id(":")
+    steps = spec.EPISODE_STEPS
+    out = np.zeros((len(split["ids"]), steps + 1), dtype=np.int64)
+    for r, n in enumerate(split["lengths"]):
+        starts = step_starts(split["ids"][r], int(n), slot_ids, colon)
+        cuts = [int(c) for c in starts[1:steps]]
+        out[r, 1:] = (cuts + [int(n)] * steps)[:steps]
+    return out
+
+
+def batch_tensors(split: dict[str, np.ndarray], idx: np.ndarray, cut: np.ndarray | None = None):
+    """``(ids, mask, hide or None)`` of episodes ``idx``, cut to the longest; with ``cut``
+    (one length per episode) every episode ends there (the answers after it are no targets)."""
     import torch
 
+    if cut is not None:
+        n = int(cut.max())
+        mask = split["mask"][idx, :n].astype(np.int64)
+        mask[np.arange(n)[None, :] >= cut[:, None]] = 0
+        hide = split.get("hide")
+        return (
+            torch.from_numpy(split["ids"][idx, :n].astype(np.int64)),
+            torch.from_numpy(mask),
+            None if hide is None else torch.from_numpy(hide[idx, :n].astype(np.int64)),
+        )
     n = int(split["lengths"][idx].max())
     hide = split.get("hide")
     return (
@@ -212,7 +342,9 @@ def batch_tensors(split: dict[str, np.ndarray], idx: np.ndarray):
     )
 
 
-def evaluate_split(model, split, batch_size: int, bf16: bool, device: str = "cpu") -> dict[str, float]:
+def evaluate_split(
+    model, split, batch_size: int, bf16: bool, device: str = "cpu"
+) -> dict[str, float]:
     """Val loss on answer tokens and teacher-forced accuracy of the answers' first token
     (the action) and of all answer tokens."""
     import torch
@@ -390,6 +522,17 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         )
 
     rng = np.random.default_rng(args.seed)
+    bt = BeliefTokens.of(tok)
+    donors: list[np.ndarray] = []
+    if args.blind_fraction > 0:
+        from simulator import spec
+
+        for r in rng.choice(len(train["ids"]), size=min(500, len(train["ids"])), replace=False):
+            week = train["ids"][r, : train["lengths"][r]].astype(np.int64)
+            donors.append(donor_beliefs(week, bt, spec.EPISODE_STEPS))
+    if args.blind_fraction > 0 and "hide" in train:
+        raise ValueError("--blind-fraction is for v1 data (v2 already hides past beliefs)")
+    cuts = prefix_lengths(train, tok) if args.curriculum else None
     order = rng.permutation(len(train["ids"]))
     pos = 0
     rows: list[dict[str, Any]] = []
@@ -403,15 +546,35 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
             order, pos = rng.permutation(len(train["ids"])), 0
         idx = np.sort(order[pos : pos + args.batch_size])
         pos += args.batch_size
+        cut = None
+        if cuts is not None:
+            done = max(step / args.steps, (time.time() - t0) / max(1e-9, args.minutes * 60))
+            k = args.curriculum[min(len(args.curriculum) - 1, int(done * len(args.curriculum)))]
+            cut = cuts[idx, min(max(k, 1), cuts.shape[1] - 1)]
         ids, mask, hide = (
-            None if t is None else t.to(args.device) for t in batch_tensors(train, idx)
+            None if t is None else t.to(args.device) for t in batch_tensors(train, idx, cut)
         )
+        labels = None
+        if args.blind_fraction > 0:
+            blind = np.flatnonzero(rng.random(len(idx)) < args.blind_fraction)
+            if len(blind):
+                labels = ids
+                ids = torch.from_numpy(
+                    blind_beliefs(
+                        ids.cpu().numpy(),
+                        train["lengths"][idx] if cut is None else cut,
+                        blind,
+                        donors,
+                        bt,
+                        rng,
+                    )
+                ).to(args.device)
         for g in opt.param_groups:
             g["lr"] = lr_at(step - 1)
         with torch.autocast(args.device.split(":")[0], dtype=torch.bfloat16, enabled=args.bf16):
             hidden = forward_hidden(model, ids, hide)
             loss, _ = masked_loss(
-                model, ids, mask, hide, args.belief_weight, args.correction_weight, hidden
+                model, ids, mask, hide, args.belief_weight, args.correction_weight, hidden, labels
             )
             if head is not None:
                 nb = torch.from_numpy(
@@ -422,7 +585,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        tokens += int(train["lengths"][idx].sum())
+        tokens += int((train["lengths"][idx] if cut is None else cut).sum())
         lv = loss.item()
         smooth = lv if smooth is None else 0.95 * smooth + 0.05 * lv
         elapsed = time.time() - t0

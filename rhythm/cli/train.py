@@ -128,6 +128,19 @@ def dagger_cmd(
     _run("dagger", sets, json_out, student=student, out=out, episodes=episodes)
 
 
+@app.command("probe")
+def probe_cmd(
+    checkpoint: str = typer.Option(None, "--checkpoint", help="Student checkpoint."),
+    data: str = typer.Option(None, "--data", help="Dataset folder (its held-out weeks)."),
+    out: str = typer.Option(None, "--out", help="Output folder."),
+    sets: list[str] = _SET,
+    json_out: bool = _JSON,
+) -> None:
+    """Diagnosis: does the student read the person from the meters, or copy the beliefs in
+    its context? Teacher-forced belief errors with earlier beliefs shown and blinded."""
+    _run("reading_probe", sets, json_out, checkpoint=checkpoint, data=data, out=out)
+
+
 @app.command("refine")
 def refine_cmd(
     checkpoint: str = typer.Option(None, "--checkpoint", help="Base student checkpoint."),

@@ -137,7 +137,9 @@ def test_v2_training_sees_exactly_what_the_v2_prompt_shows(records):
             beliefs = [tuple(b) for b in rec["beliefs"][:t]]
             prompt = render_compact(rec["observations"][: t + 1], None, beliefs, fmt=FORMAT_V2)
             p_ids = [eos, *tok.encode(prompt).ids]
-            kept = [int(i) for i, k in zip(ids[: starts[t]], hide[: starts[t]], strict=True) if not k]
+            kept = [
+                int(i) for i, k in zip(ids[: starts[t]], hide[: starts[t]], strict=True) if not k
+            ]
             assert p_ids == kept
             logits = model(input_ids=torch.tensor([p_ids])).logits[0, -1]
             assert torch.allclose(logits, hidden[starts[t] - 1], atol=1e-4)
@@ -194,7 +196,7 @@ def test_every_stage_on_the_smoke_budget(tmp_path):
     summary = pipeline.main(
         pipeline.Args(budget="smoke", out=str(out)), lambda s, d, t: seen.add(s)
     )
-    assert {"rollouts", "dataset", "sft", "dagger", "refine", "export", "evaluate"} <= seen
+    assert {"rollouts", "dataset", "sft", "dagger", "probe", "refine", "export", "evaluate"} <= seen
 
     # 1. teacher rollouts (the Bayesian agent) with beliefs and grades
     lines = (out / "rollouts" / "rollouts.jsonl").read_text().splitlines()
@@ -220,12 +222,25 @@ def test_every_stage_on_the_smoke_budget(tmp_path):
     assert (out / "sft" / "loss.png").stat().st_size > 1000
 
     # 3b. DAgger: the student's own weeks, labelled by the teacher, then more SFT from stage 3
-    weeks = [json.loads(x) for x in (out / "dagger" / "weeks" / "dagger.jsonl").read_text().splitlines()]
+    weeks = [
+        json.loads(x) for x in (out / "dagger" / "weeks" / "dagger.jsonl").read_text().splitlines()
+    ]
     assert len(weeks) == 2 and all(len(w["student_actions"]) == 28 for w in weeks)
     dstats = json.loads((out / "dagger" / "dataset" / "stats.json").read_text())
     assert dstats["dagger_episodes"] + 6 >= dstats["episodes"] >= 6
     dck = json.loads((out / "dagger" / "sft" / "checkpoint" / "checkpoint.json").read_text())
     assert dck["args"]["init_from"].endswith("sft/checkpoint")
+
+    # reading probe of the final checkpoint: errors per step, shown and blinded
+    probe = json.loads((out / "probe" / "summary.json").read_text())
+    assert probe["weeks"] == 2 and set(probe["last_step_mean"]) == {
+        "shown",
+        "blind",
+        "teacher",
+        "constant",
+    }
+    rows = (out / "probe" / "probe.csv").read_text().splitlines()
+    assert len(rows) == 1 + spec.EPISODE_STEPS and (out / "probe" / "probe.png").exists()
 
     # 4. the LoRA adapter
     assert (out / "person" / "lora" / "adapter" / "adapter_model.safetensors").exists()
@@ -297,7 +312,9 @@ def test_dagger_sequence_trains_the_teacher_answer_after_the_students_history():
     from training.sft import Args, build_model, forward_hidden
 
     outputs = [format_output(k % spec.N_ACTIONS, (0.1, 0.2, 0.3)) for k in range(28)]
-    rec = relabel_week(LLMPolicy(ScriptedModel(outputs)), _policy("bayes"), RhythmEnv(), 22, "in-dist")
+    rec = relabel_week(
+        LLMPolicy(ScriptedModel(outputs)), _policy("bayes"), RhythmEnv(), 22, "in-dist"
+    )
     text = episode_text(rec)
     assert text.count(" b=.10,.20,.30") == spec.EPISODE_STEPS  # the context: the student's
     tok = train_tokenizer([text], 600)
@@ -315,7 +332,9 @@ def test_dagger_sequence_trains_the_teacher_answer_after_the_students_history():
     starts = [i for i in range(1, len(mask)) if mask[i] and not mask[i - 1]]
     with torch.no_grad():
         full = model.lm_head(
-            forward_hidden(model, torch.tensor(ids[None]).long(), torch.tensor(hide[None].astype(np.int64)))
+            forward_hidden(
+                model, torch.tensor(ids[None]).long(), torch.tensor(hide[None].astype(np.int64))
+            )
         )[0]
         for t in (0, 5, 27):
             prompt = render_compact(
@@ -332,7 +351,9 @@ def test_pytorch_decoder_takes_the_median_belief_number_like_llama_cpp(records):
 
     rng = np.random.default_rng(4)
     numbers = " ".join(f".{k:02d}" for k in range(100))
-    tok = train_tokenizer([episode_text(_with_beliefs(r, rng)) for r in records] + [numbers] * 20, 700)
+    tok = train_tokenizer(
+        [episode_text(_with_beliefs(r, rng)) for r in records] + [numbers] * 20, 700
+    )
     dec = GrammarDecoder(tok)
     assert dec.digits is not None
     logits = np.full(tok.get_vocab_size(), -30.0)
@@ -443,9 +464,7 @@ def test_belief_trace_measures_each_step_against_the_truth(tmp_path):
     for t in truth:
         teacher = [[0.5, 0.5, 0.5], t, t]  # learns the person at the second step
         student = [[0.5, 0.5, 0.5], [0.5, 0.5, 0.5], None]  # never moves, then no belief
-        weeks.append(
-            {"belief_truth": t, "beliefs": teacher, "student_beliefs": student}
-        )
+        weeks.append({"belief_truth": t, "beliefs": teacher, "student_beliefs": student})
     tr = trace(weeks)
     assert np.allclose(tr["teacher"][0], [0.3, 0.0, 0.4]) and np.allclose(tr["teacher"][1:], 0)
     assert np.allclose(tr["student"][1], [0.3, 0.0, 0.4]) and np.isnan(tr["student"][2]).all()
@@ -491,3 +510,106 @@ def test_aux_loss_is_the_squared_error_of_the_belief_head():
     pred = head(hidden[0, [0, 2]]).sigmoid()
     assert torch.isclose(got, ((pred - targets[0, [0, 2]]) ** 2).mean())
     assert aux_loss(head, hidden, torch.full((1, 3, 3), float("nan"))) == 0
+
+
+def test_blinded_weeks_show_another_weeks_beliefs_in_the_input_only(records):
+    from training.dataset import encode_episode, episode_text, train_tokenizer
+    from training.sft import BeliefTokens, belief_positions, blind_beliefs, donor_beliefs
+
+    rng = np.random.default_rng(4)
+    recs = [_with_beliefs(r, rng) for r in records[:3]]
+    recs[0]["beliefs"][7] = [1.0, 0.5, 0.5]  # written 1.00: not a two-digit belief
+    texts = [episode_text(r) for r in recs]
+    numbers = " ".join(f"b=.{k:02d},.{99 - k:02d}" for k in range(100))
+    tok = train_tokenizer(texts + [numbers] * 3, 600)
+    enc = [encode_episode(tok, t)[0] for t in texts]
+    n = max(len(e) for e in enc)
+    ids = np.zeros((3, n), dtype=np.int64)
+    lengths = np.array([len(e) for e in enc])
+    for r, i in enumerate(enc):
+        ids[r, : len(i)] = i
+    bt = BeliefTokens.of(tok)
+    found = [belief_positions(ids[r, : lengths[r]], bt) for r in range(3)]
+    pos, at = found[0]
+    assert 7 not in at and len(at) >= spec.EPISODE_STEPS - 2
+    for p, k in zip(pos, at, strict=True):
+        if max(recs[0]["beliefs"][k]) < 1.0:
+            got = [int(tok.id_to_token(int(ids[0, q]))) / 100 for q in p]
+            assert got == [float(f"{b:.2f}") for b in recs[0]["beliefs"][k]]
+
+    donor = donor_beliefs(ids[2, : lengths[2]], bt, spec.EPISODE_STEPS)
+    p2, at2 = found[2]
+    assert np.array_equal(donor[at2], ids[2][p2])
+    out = blind_beliefs(ids, lengths, np.array([0]), [donor], bt, np.random.default_rng(1))
+    assert np.array_equal(out[1:], ids[1:])  # rows not chosen are untouched
+    for p, k in zip(pos[:-1], at[:-1], strict=True):  # the donor's belief of the same step
+        assert np.array_equal(out[0, p], donor[k] if donor[k, 0] >= 0 else ids[0, p])
+    assert np.array_equal(out[0, pos[-1]], ids[0, pos[-1]])  # the last belief is kept
+    others = np.ones(n, dtype=bool)
+    others[pos.ravel()] = False
+    assert np.array_equal(out[0, others], ids[0, others])  # nothing else changes
+    text = tok.decode(out[0, : lengths[0]].tolist())
+    lines = [ln.split(":", 1)[1] for ln in text.splitlines() if ln.split(":")[0] in spec.SLOTS]
+    for k in (0, 10, 26):  # the week reads as a valid week with the donor's beliefs
+        got = parse_output(" ".join(lines[k].split()[:2]))
+        assert got.action_id == recs[0]["actions"][k]
+        if max(recs[2]["beliefs"][k]) < 1.0:
+            assert np.allclose(got.belief, recs[2]["beliefs"][k])
+
+
+@needs_ml
+def test_masked_loss_predicts_the_labels_not_the_blinded_input():
+    import torch
+
+    from training.sft import Args, build_model, masked_loss
+
+    torch.manual_seed(0)
+    model = build_model(Args(layers=1, hidden=32, ffn=64, heads=2, kv_heads=2), 50, 0)
+    labels = torch.randint(1, 50, (1, 12))
+    mask = torch.zeros(1, 12, dtype=torch.long)
+    mask[:, 4:8] = 1
+    ids = labels.clone()
+    ids[0, 5] = (labels[0, 5] + 1) % 50
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0, :-1]
+        per = torch.nn.functional.cross_entropy(logits, labels[0, 1:], reduction="none")
+        want = per[3:7].mean()
+        got, n = masked_loss(model, ids, mask, labels=labels)
+        plain, _ = masked_loss(model, ids, mask)
+    assert n == 4 and torch.isclose(got, want, atol=1e-5) and not torch.isclose(got, plain)
+
+
+def test_curriculum_cuts_keep_the_first_k_steps_and_only_their_answers(records):
+    from training.dataset import encode_episode, episode_text, train_tokenizer
+    from training.sft import batch_tensors, prefix_lengths
+
+    rng = np.random.default_rng(6)
+    recs = [_with_beliefs(r, rng) for r in records[:2]]
+    texts = [episode_text(r) for r in recs]
+    tok = train_tokenizer(texts, 600)
+    enc = [encode_episode(tok, t) for t in texts]
+    n = max(len(e[0]) for e in enc)
+    split = {
+        "ids": np.zeros((2, n), dtype=np.int32),
+        "mask": np.zeros((2, n), dtype=np.uint8),
+        "lengths": np.array([len(e[0]) for e in enc], dtype=np.int32),
+    }
+    for r, (i, m, _) in enumerate(enc):
+        split["ids"][r, : len(i)], split["mask"][r, : len(m)] = i, m
+    cuts = prefix_lengths(split, tok)
+    assert np.array_equal(cuts[:, -1], split["lengths"])
+    assert np.all(np.diff(cuts[:, 1:], axis=1) > 0)
+    for k in (1, 5, 27):
+        text = tok.decode(split["ids"][0, : cuts[0, k]].tolist())
+        lines = [ln for ln in text.splitlines() if ln.split(":", 1)[0] in spec.SLOTS]
+        assert len(lines) == k and lines[-1].endswith(text.splitlines()[-1])
+        assert lines[-1].split(":", 1)[1].startswith(spec.ACTIONS[recs[0]["actions"][k - 1]])
+    ids, mask, _ = batch_tensors(split, np.array([0, 1]), cuts[:, 5])
+    assert ids.shape[1] == cuts[:, 5].max()
+    for r in range(2):
+        answers = tok.decode(ids[r][mask[r] > 0].tolist())
+        want = "".join(
+            format_output(a, b)
+            for a, b in zip(recs[r]["actions"][:5], recs[r]["beliefs"][:5], strict=True)
+        )
+        assert answers == want
