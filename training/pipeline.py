@@ -52,6 +52,17 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
             "correction_weight": 3.0,
         },
         "dagger": {"episodes": 2, "workers": 1},
+        "read": {
+            "batch_size": 2,
+            "steps": 4,
+            "warmup": 1,
+            "eval_every": 2,
+            "minutes": 1.0,
+            "bf16": False,
+            "lr": 3e-4,
+            "blind_fraction": 1.0,
+            "curriculum": [2, 28],
+        },
         "probe": {"weeks": 2, "threads": 1},
         "dagger_sft": {
             "batch_size": 2,
@@ -75,6 +86,16 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
         "rollouts": {"episodes": 1600, "workers": 2},
         "dataset": {"vocab_size": 1024, "stale_fraction": 0.5},
         "sft": {"minutes": 45.0, "steps": 2000, "warmup": 60, "correction_weight": 3.0},
+        "read": {
+            "minutes": 20.0,
+            "steps": 100_000,
+            "lr": 5e-4,
+            "warmup": 30,
+            "eval_every": 300,
+            "blind_fraction": 1.0,
+            "curriculum": [3, 6, 10, 16, 28],
+            "correction_weight": 3.0,
+        },
         "person_rollouts": {"episodes": 12, "workers": 2, "profile": "seed:4242"},
         "refine": {"steps": 20, "minutes": 4.0, "person": "seed:4242", "eval_episodes": 5},
         "export": {"quants": ["f16", "q8_0", "q4_k_m"], "parity_episodes": 8},
@@ -84,6 +105,16 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
         "rollouts": {"episodes": 3000, "workers": 2},
         "dataset": {"vocab_size": 1024, "stale_fraction": 0.5},
         "sft": {"minutes": 55.0, "steps": 2500, "warmup": 80, "correction_weight": 3.0},
+        "read": {
+            "minutes": 25.0,
+            "steps": 100_000,
+            "lr": 5e-4,
+            "warmup": 30,
+            "eval_every": 300,
+            "blind_fraction": 1.0,
+            "curriculum": [3, 6, 10, 16, 28],
+            "correction_weight": 3.0,
+        },
         "person_rollouts": {"episodes": 20, "workers": 2, "profile": "seed:4242"},
         "refine": {"steps": 30, "minutes": 5.0, "person": "seed:4242", "eval_episodes": 5},
         "export": {"quants": ["f16", "q8_0", "q4_k_m"], "parity_episodes": 16},
@@ -97,6 +128,7 @@ STAGES = (
     "dagger",
     "dagger_dataset",
     "dagger_sft",
+    "read",
     "probe",
     "refine",
     "export",
@@ -206,6 +238,25 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
             ),
         )
         ck, data_dir = dag / "sft" / "checkpoint", dag / "dataset"
+
+    if "read" in b:
+        # learning to read: the same weeks, every earlier belief replaced by another week's
+        # (copying is useless), from the first 3 steps of each week up to whole weeks
+        stage(
+            "read",
+            sft.main,
+            args_from(
+                sft.Args,
+                {
+                    **b["read"],
+                    **seed,
+                    "init_from": str(ck),
+                    "data": str(root / "dataset"),
+                    "out": str(root / "read"),
+                },
+            ),
+        )
+        ck = root / "read" / "checkpoint"
 
     # does the student read the person, or copy the beliefs in its context? (v1 data only;
     # on the teacher's held-out weeks of stage 2, also after DAgger)
@@ -326,9 +377,32 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
 
 
 def final_checkpoint(root: Path) -> Path:
-    """The checkpoint the run ends with: after DAgger when the budget has it."""
-    dag = root / "dagger" / "sft" / "checkpoint"
-    return dag if dag.exists() else root / "sft" / "checkpoint"
+    """The checkpoint the run ends with: after the reading stage, or DAgger, when the budget
+    has them."""
+    for ck in (root / "read" / "checkpoint", root / "dagger" / "sft" / "checkpoint"):
+        if ck.exists():
+            return ck
+    return root / "sft" / "checkpoint"
+
+
+def _training_summary(root: Path) -> str:
+    """Steps, tokens and minutes of each SFT stage the run went through."""
+    parts = []
+    for name, folder in (
+        ("SFT from scratch", root / "sft"),
+        ("DAgger SFT", root / "dagger" / "sft"),
+        ("reading stage (blinded weeks, prefix curriculum)", root / "read"),
+    ):
+        try:
+            ck = json.loads((folder / "checkpoint" / "checkpoint.json").read_text())
+        except (OSError, ValueError):
+            continue
+        m = ck.get("metrics", {})
+        parts.append(
+            f"{name} {m.get('step')} steps, {m.get('tokens', 0):,} tokens in "
+            f"{m.get('seconds', 0) / 60:.0f} min"
+        )
+    return "; ".join(parts)
 
 
 def _note(root: Path, budget: str) -> str:
@@ -341,8 +415,8 @@ def _note(root: Path, budget: str) -> str:
     return (
         f"Budget preset `{budget}`: {stats['episodes']} teacher episodes ({stats['train_tokens']:,} training tokens), "
         f"student {ck['parameters'] / 1e6:.2f}M parameters ({ck['config']['num_hidden_layers']} layers x "
-        f"{ck['config']['hidden_size']}, FFN {ck['config']['intermediate_size']}), {m.get('step')} steps, "
-        f"{m.get('tokens', 0):,} tokens seen in {m.get('seconds', 0) / 60:.0f} min, val loss {m.get('val_loss', float('nan')):.3f}, "
+        f"{ck['config']['hidden_size']}, FFN {ck['config']['intermediate_size']}); {_training_summary(root)}; "
+        f"final val loss {m.get('val_loss', float('nan')):.3f}, "
         f"teacher-forced action accuracy {m.get('val_action_acc', float('nan')):.3f}."
     )
 
@@ -371,8 +445,7 @@ def ship(root: Path, dest: Path, args: Args) -> Path:
         "`rhythm.prompt_format`), the whole week in context; answer `ACTION b=S,M,W`",
         f"- Data: {ck['data_stats']['episodes'] if ck.get('data_stats') else '?'} weeks of the Bayesian teacher (`bayes`) on "
         "in-distribution simulator profiles (seeds from 1,000,000; evaluation seeds are disjoint)",
-        f"- Training: from scratch, {ck['metrics'].get('step')} steps, {ck['metrics'].get('tokens', 0):,} tokens, "
-        f"val loss {ck['metrics'].get('val_loss', float('nan')):.3f}",
+        f"- Training: {_training_summary(root)}; final val loss {ck['metrics'].get('val_loss', float('nan')):.3f}",
         f"- Command: `rhythm train all --budget {args.budget}` (or `python -m training.pipeline --budget {args.budget}`)",
         f"- Commit: `{ck['git'].get('commit')}`{' (dirty tree)' if ck['git'].get('dirty') else ''}",
         f"- Parity with PyTorch (answers on {parity['prompts']} held-out prompts): Q8_0 actions "

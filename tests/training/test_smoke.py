@@ -196,7 +196,8 @@ def test_every_stage_on_the_smoke_budget(tmp_path):
     summary = pipeline.main(
         pipeline.Args(budget="smoke", out=str(out)), lambda s, d, t: seen.add(s)
     )
-    assert {"rollouts", "dataset", "sft", "dagger", "probe", "refine", "export", "evaluate"} <= seen
+    assert {"rollouts", "dataset", "sft", "dagger", "probe", "refine", "export"} <= seen
+    assert "evaluate" in seen
 
     # 1. teacher rollouts (the Bayesian agent) with beliefs and grades
     lines = (out / "rollouts" / "rollouts.jsonl").read_text().splitlines()
@@ -230,6 +231,13 @@ def test_every_stage_on_the_smoke_budget(tmp_path):
     assert dstats["dagger_episodes"] + 6 >= dstats["episodes"] >= 6
     dck = json.loads((out / "dagger" / "sft" / "checkpoint" / "checkpoint.json").read_text())
     assert dck["args"]["init_from"].endswith("sft/checkpoint")
+
+    # 3c. the reading stage: on from the DAgger checkpoint, blinded weeks, growing prefixes;
+    # the run ends with it
+    rck = json.loads((out / "read" / "checkpoint" / "checkpoint.json").read_text())
+    assert rck["args"]["init_from"].endswith("dagger/sft/checkpoint")
+    assert rck["args"]["blind_fraction"] == 1.0 and rck["args"]["curriculum"] == [2, 28]
+    assert pipeline.final_checkpoint(out) == out / "read" / "checkpoint"
 
     # reading probe of the final checkpoint: errors per step, shown and blinded
     probe = json.loads((out / "probe" / "summary.json").read_text())
