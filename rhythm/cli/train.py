@@ -65,8 +65,13 @@ def _run(module: str, sets: list[str], json_out: bool, **fixed: Any) -> Any:
         args = args_from(mod.Args, _overrides(sets, **fixed))
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--set") from None
+    from common.errors import ModelError
+
     with _progress() as update:
-        result = mod.main(args, update)
+        try:
+            result = mod.main(args, update)
+        except ValueError as exc:  # bad settings or inputs: one line, not a traceback
+            raise ModelError(f"train {module}: {exc}") from exc
     if json_out:
         print_json(result if isinstance(result, dict) else {"output": str(result)})
     else:

@@ -188,7 +188,7 @@ def test_smoke_models_are_never_shipped(tmp_path):
 @pytest.mark.slow
 @pytest.mark.ml
 @needs_ml
-def test_every_stage_on_the_smoke_budget(tmp_path):
+def test_every_stage_on_the_smoke_budget(tmp_path, capsys):
     from training import pipeline
 
     out = tmp_path / "smoke"
@@ -249,6 +249,34 @@ def test_every_stage_on_the_smoke_budget(tmp_path):
     }
     rows = (out / "probe" / "probe.csv").read_text().splitlines()
     assert len(rows) == 1 + spec.EPISODE_STEPS and (out / "probe" / "probe.png").exists()
+    # the same probe through the CLI, on the stage 3 checkpoint
+    from typer.testing import CliRunner
+
+    from rhythm.cli.train import app
+
+    res = CliRunner().invoke(
+        app,
+        [
+            "probe",
+            "--checkpoint",
+            str(out / "sft" / "checkpoint"),
+            "--data",
+            str(out / "dataset"),
+            "--out",
+            str(tmp_path / "probe3"),
+            "--set",
+            "threads=1",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "probe3" / "summary.json").read_text())["weeks"] == 2
+    from rhythm.cli import main as rhythm_main
+
+    capsys.readouterr()
+    bad = ["train", "probe", "--checkpoint", str(out / "sft" / "checkpoint"), "--data"]
+    assert rhythm_main([*bad, str(tmp_path), "--out", str(tmp_path / "p4")]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "has no val.npz" in err and len(err.splitlines()) == 1
 
     # 4. the LoRA adapter
     assert (out / "person" / "lora" / "adapter" / "adapter_model.safetensors").exists()
