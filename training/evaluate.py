@@ -125,9 +125,15 @@ def _half(r: dict[str, Any]) -> float:
 
 
 def markdown(
-    results: dict[str, dict[str, Any]], extra: dict[str, dict[str, Any]], args: Args, command: str
+    results: dict[str, dict[str, Any]],
+    extra: dict[str, dict[str, Any]],
+    args: Args,
+    command: str,
+    git: dict[str, Any] | None = None,
 ) -> str:
-    git = git_commit()
+    """The report; ``git`` is the tree's state when the evaluation started (the report's own
+    plot, written just before, would make it read dirty)."""
+    git = git or git_commit()
     conds = spec.CONDITIONS
     lines = [
         f"# {args.title}",
@@ -235,6 +241,7 @@ def main(args: Args, progress: Progress = no_progress, command: str = "") -> dic
     from agent.policies import register_agent_policies
 
     register_agent_policies()
+    git = git_commit()
     out = prepare_output(args.out, "evaluate", args)
     episodes = args.episodes or None
     entries: list[tuple[str, Any, Any]] = [(b, b, None) for b in args.baselines]
@@ -271,7 +278,7 @@ def main(args: Args, progress: Progress = no_progress, command: str = "") -> dic
     cmd = command or "python -m training.evaluate " + " ".join(
         [f"--students {' '.join(args.students)}"] if args.students else []
     ) + (f" --episodes {args.episodes}" if args.episodes else "")
-    md_path.write_text(markdown(results, extra, args, cmd))
+    md_path.write_text(markdown(results, extra, args, cmd, git))
     report = {"results": results, "students": extra, "episodes": args.episodes or "protocol"}
     (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")
     finish_output(
