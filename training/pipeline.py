@@ -177,6 +177,12 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
         return result
 
     seed = {"seed": args.seed}
+
+    def more_sft(preset: dict[str, Any], init: Path, data: Path, out: Path) -> sft.Args:
+        """Settings of an SFT stage that trains on from checkpoint ``init``."""
+        over = {**preset, **seed, "init_from": str(init), "data": str(data), "out": str(out)}
+        return args_from(sft.Args, over)
+
     roll_path = root / "rollouts" / "rollouts.jsonl"
     stage(
         "rollouts",
@@ -223,39 +229,13 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
                 },
             ),
         )
-        stage(
-            "dagger_sft",
-            sft.main,
-            args_from(
-                sft.Args,
-                {
-                    **b["dagger_sft"],
-                    **seed,
-                    "init_from": str(ck),
-                    "data": str(dag / "dataset"),
-                    "out": str(dag / "sft"),
-                },
-            ),
-        )
+        stage("dagger_sft", sft.main, more_sft(b["dagger_sft"], ck, dag / "dataset", dag / "sft"))
         ck, data_dir = dag / "sft" / "checkpoint", dag / "dataset"
 
     if "read" in b:
         # learning to read: the same weeks, every earlier belief replaced by another week's
         # (copying is useless), from the first 3 steps of each week up to whole weeks
-        stage(
-            "read",
-            sft.main,
-            args_from(
-                sft.Args,
-                {
-                    **b["read"],
-                    **seed,
-                    "init_from": str(ck),
-                    "data": str(root / "dataset"),
-                    "out": str(root / "read"),
-                },
-            ),
-        )
+        stage("read", sft.main, more_sft(b["read"], ck, root / "dataset", root / "read"))
         ck = root / "read" / "checkpoint"
 
     # does the student read the person, or copy the beliefs in its context? (v1 data only;
