@@ -32,6 +32,8 @@ ACTIONS = (
     "BINGE_WATCH",
 )
 SLOTS = ("morning", "afternoon", "evening", "night")
+# The five meters of product.md, in the simulator's order (V, C, P, S, N).
+METERS = ("vitality", "cognition", "progress", "serenity", "connection")
 
 # Metric vocabulary for `samples.metric`, with the unit each is stored in.
 METRIC_UNITS: dict[str, str] = {

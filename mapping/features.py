@@ -1,11 +1,12 @@
-"""Per-(day, slot) signals from the stored tables.
+"""Per-(day, slot) signals from the stored rows. Pure: no database, no clock.
 
 Two halves, kept apart on purpose:
 
-- ``load_bundle(db, start, end, tz)`` is the only I/O: parameterised SQL over ``samples``,
-  ``sleep_sessions``, ``workouts`` and ``events`` into a ``DataBundle`` of plain Python rows
-  with *local* wall-clock times (each row's own UTC offset; events by their IANA zone; rows
-  without either use ``tz``). Heavy per-sample tables are aggregated in DuckDB, per slot.
+- ``bundle_from_inputs(inputs, tz, default_off)`` turns the rows storage read for a range
+  (``common.rows.StoredInputs``: per-slot sample aggregates, sleep, workouts, events) into a
+  ``DataBundle`` with *local* wall-clock times (each row's own UTC offset; events by their
+  IANA zone; rows without either use the person's zone). ``input_window`` says which days
+  of rows a range needs and ``INPUT_METRICS`` which metrics.
 - ``slot_signals(bundle, day, slot, event_labels, model)`` is pure: the signals of one slot,
   named as in rules.toml. A signal whose source is absent is *missing* (left out of the
   dict), never 0 and never guessed.
@@ -21,13 +22,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from common.rows import StoredInputs
 from mapping.actions import SlotEvidence
 from mapping.rules import Model
-from storage.db import Database
 
 EPOCH = datetime(1970, 1, 1)
 WORK_ACTIONS = frozenset({"DEEP_WORK", "ADMIN_WORK", "LEARN"})
@@ -198,161 +199,84 @@ def _offset_of(tz: tzinfo, at: datetime) -> int:
     return int(off.total_seconds() // 60) if off is not None else 0
 
 
-def default_offset_min(db: Database) -> int | None:
-    """The UTC offset (minutes) most of the person's records were taken at, if any."""
-    row = db.con.execute(
-        "SELECT tz_offset_min, count(*) AS n FROM ("
-        " SELECT tz_offset_min FROM sleep_sessions WHERE tz_offset_min IS NOT NULL"
-        " UNION ALL SELECT tz_offset_min FROM workouts WHERE tz_offset_min IS NOT NULL"
-        " UNION ALL SELECT tz_offset_min FROM (SELECT tz_offset_min FROM samples"
-        "   WHERE tz_offset_min IS NOT NULL LIMIT 100000)"
-        ") GROUP BY 1 ORDER BY n DESC, 1 LIMIT 1"
-    ).fetchone()
-    return None if row is None else int(row[0])
+def input_window(start: date, end: date, model: Model) -> tuple[date, date]:
+    """The stored days whose rows the signals of days [start, end] need (baselines, the
+    calendar coverage window, the night after the last day)."""
+    lo = start - timedelta(days=model.baseline_days + model.calendar_coverage_days + 8)
+    hi = end + timedelta(days=model.calendar_coverage_days + 2)
+    return lo, hi
 
 
-def resolve_tz(db: Database, tz: str | tzinfo | None) -> tzinfo:
-    """The zone for rows without their own: the argument, else the person's usual offset, else UTC."""
-    if isinstance(tz, tzinfo):
-        return tz
-    if isinstance(tz, str) and tz:
-        try:
-            return ZoneInfo(tz)
-        except (ZoneInfoNotFoundError, ValueError):
-            pass
-    off = default_offset_min(db)
-    return timezone(timedelta(minutes=off)) if off is not None else UTC
+def default_offset_min(tz: tzinfo, day: date) -> int:
+    """The offset (minutes) of ``tz`` on ``day``: the local time of rows stored without one."""
+    return _offset_of(tz, datetime(day.year, day.month, day.day))
+
+
+# What mapping asks storage for (storage.inputs.mapping_inputs keyword arguments).
+INPUT_METRICS = {
+    "slot_sum_metrics": SLOT_SUM_METRICS,
+    "slot_mean_metrics": SLOT_MEAN_METRICS,
+    "nonnegative_metrics": ("stress", "body_battery"),  # Garmin: -1/-2 = not measured
+    "day_metrics": DAY_METRICS,
+    "interval_metrics": INTERVAL_METRICS,
+}
 
 
 def _local(epoch_s: float, offset_min: int) -> datetime:
     return EPOCH + timedelta(seconds=float(epoch_s), minutes=offset_min)
 
 
-def data_span(db: Database) -> tuple[date, date] | None:
-    """First and last local day with any stored record (events included)."""
-    row = db.con.execute(
-        "SELECT min(d), max(d) FROM ("
-        " SELECT min(local_day) AS d FROM samples UNION ALL SELECT max(local_day) FROM samples"
-        " UNION ALL SELECT min(local_day) FROM sleep_sessions UNION ALL SELECT max(local_day) FROM sleep_sessions"
-        " UNION ALL SELECT min(local_day) FROM workouts UNION ALL SELECT max(local_day) FROM workouts"
-        " UNION ALL SELECT min(local_day) FROM events WHERE status <> 'cancelled'"
-        " UNION ALL SELECT max(local_day) FROM events WHERE status <> 'cancelled')"
-    ).fetchone()
-    if row is None or row[0] is None:
-        return None
-    return row[0], row[1]
+def bundle_from_inputs(inputs: StoredInputs, tz: tzinfo, default_off: int) -> DataBundle:
+    """The stored rows of a range as a DataBundle with local wall-clock times.
 
-
-def load_bundle(db: Database, start: date, end: date, tz: tzinfo, model: Model) -> DataBundle:
-    """Rows of [start - baseline - 7 days, end + 1 day] with local times; see the module docstring."""
-    lo = start - timedelta(days=model.baseline_days + model.calendar_coverage_days + 8)
-    hi = end + timedelta(days=model.calendar_coverage_days + 2)
-    default_off = _offset_of(tz, datetime(start.year, start.month, start.day))
+    Each row keeps its own UTC offset; events are shown in their own IANA zone; rows with
+    neither use ``default_off`` (the person's zone, ``default_offset_min``)."""
     b = DataBundle()
+    for agg in inputs.slot_aggregates:
+        val = agg.total if agg.metric in SLOT_SUM_METRICS else agg.mean
+        b.slot_values[(agg.day, agg.slot, agg.metric)] = float(val)
+        if agg.metric == "steps":
+            b.steps_days.add(agg.day)
+    for dv in inputs.day_values:
+        b.day_values[(dv.day, dv.metric)] = float(dv.value)
+    b.wearable_days.update(inputs.wearable_days)
 
-    # Per-slot aggregates of the sample metrics, in DuckDB (samples can be millions of rows).
-    metrics = SLOT_SUM_METRICS + SLOT_MEAN_METRICS
-    rows = db.con.execute(
-        f"""
-        WITH s AS (
-            SELECT metric, source, source_name, value,
-                (start_ts AT TIME ZONE 'UTC') + to_minutes(CAST(coalesce(tz_offset_min, ?) AS INTEGER)) AS lt
-            FROM samples
-            WHERE metric IN ({", ".join("?" for _ in metrics)}) AND value IS NOT NULL
-              AND (metric NOT IN ('stress', 'body_battery') OR value >= 0)  -- Garmin: -1/-2 = not measured
-              AND local_day BETWEEN ? AND ?
-        ), slotted AS (
-            SELECT metric, source, source_name, value,
-                CASE WHEN hour(lt) < 6 THEN CAST(lt AS DATE) - 1 ELSE CAST(lt AS DATE) END AS day,
-                CASE WHEN hour(lt) < 6 THEN 3 WHEN hour(lt) < 12 THEN 0
-                     WHEN hour(lt) < 18 THEN 1 WHEN hour(lt) < 23 THEN 2 ELSE 3 END AS slot
-            FROM s
-        ), per_source AS (
-            SELECT metric, day, slot, source, source_name, sum(value) AS total, avg(value) AS mean
-            FROM slotted GROUP BY ALL
-        )
-        SELECT metric, day, slot, max(total) AS total, avg(mean) AS mean FROM per_source GROUP BY ALL
-        """,
-        [default_off, *metrics, lo, hi],
-    ).fetchall()
-    for metric, day, slot, total, mean in rows:
-        val = total if metric in SLOT_SUM_METRICS else mean
-        b.slot_values[(day, int(slot), metric)] = float(val)
-        if metric == "steps":
-            b.steps_days.add(day)
+    def off(row_off: int | None) -> int:
+        return default_off if row_off is None else row_off
 
-    rows = db.con.execute(
-        f"SELECT local_day, metric, avg(value) FROM samples WHERE metric IN "
-        f"({', '.join('?' for _ in DAY_METRICS)}) AND value IS NOT NULL AND local_day BETWEEN ? AND ? "
-        "GROUP BY ALL",
-        [*DAY_METRICS, lo, hi],
-    ).fetchall()
-    for day, metric, val in rows:
-        b.day_values[(day, metric)] = float(val)
-
-    rows = db.con.execute(
-        "SELECT DISTINCT local_day FROM samples WHERE source <> 'calendar' AND local_day BETWEEN ? AND ?",
-        [lo, hi],
-    ).fetchall()
-    b.wearable_days.update(r[0] for r in rows)
-
-    rows = db.con.execute(
-        "SELECT epoch(start_ts), epoch(end_ts), coalesce(tz_offset_min, ?), local_day FROM samples "
-        "WHERE metric IN ('mindful') AND local_day BETWEEN ? AND ? ORDER BY start_ts",
-        [default_off, lo, hi],
-    ).fetchall()
-    for s, e, off, day in rows:
-        b.mindful.append((_local(s, off), _local(e, off)))
-        b.mindful_days.add(day)
-
-    rows = db.con.execute(
-        "SELECT source, epoch(start_ts), epoch(end_ts), coalesce(tz_offset_min, ?), local_day, sleep_min, "
-        "in_bed_min, deep_min, rem_min, efficiency_pct, is_nap, hrv_rmssd_ms, resting_hr_bpm "
-        "FROM sleep_sessions WHERE local_day BETWEEN ? AND ? ORDER BY start_ts",
-        [default_off, lo, hi],
-    ).fetchall()
-    for src, s, e, off, day, *vals in rows:
-        sleep_min, in_bed, deep, rem, eff, nap, hrv, rhr = vals
+    for m in inputs.mindful:
+        b.mindful.append((_local(m.start_s, off(m.tz_offset_min)), _local(m.end_s, off(m.tz_offset_min))))
+        b.mindful_days.add(m.local_day)
+    for r in inputs.sleeps:
+        o = off(r.tz_offset_min)
         b.sleeps.append(
-            SleepRow(src, _local(s, off), _local(e, off), day, sleep_min, in_bed, deep, rem, eff,
-                     bool(nap), hrv, rhr)
+            SleepRow(r.source, _local(r.start_s, o), _local(r.end_s, o), r.local_day, r.sleep_min,
+                     r.in_bed_min, r.deep_min, r.rem_min, r.efficiency_pct, bool(r.is_nap),
+                     r.hrv_rmssd_ms, r.resting_hr_bpm)
         )
-        b.wearable_days.add(day)
-
-    rows = db.con.execute(
-        "SELECT epoch(start_ts), epoch(end_ts), coalesce(tz_offset_min, ?), local_day, sport, duration_min "
-        "FROM workouts WHERE local_day BETWEEN ? AND ? ORDER BY start_ts",
-        [default_off, lo, hi],
-    ).fetchall()
-    for s, e, off, day, sport, dur in rows:
-        b.workouts.append(WorkoutRow(_local(s, off), _local(e, off), day, sport or "", dur))
-        b.wearable_days.add(day)
-
-    rows = db.con.execute(
-        "SELECT source, calendar_id, event_id, epoch(start_ts), epoch(end_ts), local_day, all_day, "
-        "title, description, attendees_count, event_type, timezone, status, self_response "
-        "FROM events WHERE local_day BETWEEN ? AND ? ORDER BY start_ts, event_id",
-        [lo, hi],
-    ).fetchall()
+    for w in inputs.workouts:
+        o = off(w.tz_offset_min)
+        b.workouts.append(WorkoutRow(_local(w.start_s, o), _local(w.end_s, o), w.local_day, w.sport or "",
+                                     w.duration_min))
     zones: dict[str, tzinfo] = {}
-    for src, cal, eid, s, e, day, all_day, title, desc, att, etype, zone, status, resp in rows:
+    for e in inputs.events:
         ev_tz = tz
-        if zone:
-            if zone not in zones:
+        if e.timezone:
+            if e.timezone not in zones:
                 try:
-                    zones[zone] = ZoneInfo(zone)
+                    zones[e.timezone] = ZoneInfo(e.timezone)
                 except (ZoneInfoNotFoundError, ValueError):
-                    zones[zone] = tz
-            ev_tz = zones[zone]
-        utc_s = EPOCH + timedelta(seconds=float(s))
-        off = _offset_of(ev_tz, utc_s)
-        active = (status or "confirmed") != "cancelled" and (resp or "") != "declined"
+                    zones[e.timezone] = tz
+            ev_tz = zones[e.timezone]
+        o = _offset_of(ev_tz, EPOCH + timedelta(seconds=float(e.start_s)))
+        active = (e.status or "confirmed") != "cancelled" and (e.self_response or "") != "declined"
         b.events.append(
-            EventRow((src, cal, eid), _local(s, off), _local(e, off), day, bool(all_day), title, desc,
-                     att, etype, active)
+            EventRow((e.source, e.calendar_id, e.event_id), _local(e.start_s, o), _local(e.end_s, o),
+                     e.local_day, bool(e.all_day), e.title, e.description, e.attendees_count,
+                     e.event_type, active)
         )
         if active:
-            b.event_days.add(day)
+            b.event_days.add(e.local_day)
     b.index()
     return b
 

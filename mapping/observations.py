@@ -1,9 +1,9 @@
 """A real person's days as the simulator's observations (simulator spec section 6).
 
-``observation_stream(db, start, end)`` returns one observation per slot of the days
-[start, end], in order, each a dict with exactly the keys, types and shapes of
-``simulator.env.RhythmEnv``'s observation, so the same agent serves simulated and real
-people:
+``observations_from_states(states, start, end)`` returns one (observation, info) per slot
+of the days [start, end], in order, each observation a dict with exactly the keys, types
+and shapes of ``simulator.env.RhythmEnv``'s observation, so the same agent serves simulated
+and real people. Pure: the app shell loads the stored slots (``states_from_rows``):
 
     t, day, slot, remaining_steps          (t = weekday * 4 + slot, day = weekday: 0 Monday)
     meters (5,)                            the meters of the slot just finished
@@ -17,12 +17,12 @@ people:
 
 As in the env, the observation at a slot describes the state *before* acting in it: the
 observation for (day, morning) shows the meters of the night before. The meters come from the
-``meters`` table (run ``rhythm map`` first); when the range has no stored rows they are
-computed on the fly (read-only).
+``meters`` table (run ``rhythm map`` first); the app shell computes them on the fly
+(read-only) when the range has no stored rows.
 
 Real meters can be missing. The observation needs numbers, so a missing meter carries the
-last known value of that meter forward, else 0.5 ("usual for you"); ``observation_records``
-returns, next to each observation, an ``info`` dict saying which meters were observed, the
+last known value of that meter forward, else 0.5 ("usual for you"); next to each
+observation comes an ``info`` dict saying which meters were observed, the
 confidences and the local day and slot, so a consumer can tell filled values from data.
 An unknown action leaves the anomalies at 0 (nothing to compare against).
 """
@@ -30,6 +30,7 @@ An unknown action leaves the anomalies at 0 (nothing to compare against).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -37,10 +38,10 @@ from typing import Any
 import numpy as np
 
 from common.records import ACTIONS, SLOTS
+from common.rows import SlotRow
 from mapping.rules import METERS
 from simulator import spec
 from simulator.dynamics import neutral_delta, reward_terms
-from storage.db import Database
 
 HISTORY = 7
 NO_ACTION = len(ACTIONS)  # 10, as the env's "none yet"
@@ -156,57 +157,22 @@ def observations_from_states(
     return out
 
 
-def load_states(db: Database, start: date, end: date) -> list[SlotState]:
-    """Stored meters and slot actions of [start, end] (read-only)."""
-    rows = db.con.execute(
-        f"SELECT m.local_day, m.slot, {', '.join('m.' + k for k in METERS)}, m.confidence, "
-        "a.action, a.confidence FROM meters m LEFT JOIN slot_actions a USING (local_day, slot) "
-        "WHERE m.local_day BETWEEN ? AND ?",
-        [start, end],
-    ).fetchall()
+def states_from_rows(rows: Iterable[SlotRow]) -> list[SlotState]:
+    """Stored slots (storage.derived.slot_rows, or freshly computed ones) as SlotStates."""
     states = []
-    for day, slot, *rest in rows:
-        mv, conf, action, aconf = rest[: len(METERS)], rest[5], rest[6], rest[7]
-        if slot not in SLOTS:
+    for r in rows:
+        if r.slot not in SLOTS:
             continue
         states.append(
-            SlotState(day, SLOTS.index(slot), tuple(mv), float(conf or 0.0),
-                      action if action in ACTIONS else None, float(aconf or 0.0))
+            SlotState(r.day, SLOTS.index(r.slot), tuple(r.meters), float(r.confidence or 0.0),
+                      r.action if r.action in ACTIONS else None, float(r.action_confidence or 0.0))
         )
     return states
 
 
-def _computed_states(db: Database, start: date, end: date) -> list[SlotState]:
-    from mapping.build import compute
-
-    res = compute(db, start, end, today=end)
-    acts = {(r["local_day"], r["slot"]): r for r in res.slot_actions}
-    out = []
-    for r in res.meters:
-        a = acts.get((r["local_day"], r["slot"]), {})
-        out.append(
-            SlotState(r["local_day"], SLOTS.index(r["slot"]), tuple(r[m] for m in METERS),
-                      r["confidence"], a.get("action"), a.get("confidence", 0.0))
-        )
-    return out
-
-
-def observation_records(
-    db: Database, start: date, end: date
-) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(observation, info) per slot of [start, end]; see the module docstring."""
-    if end < start:
-        return []
-    lo = start - timedelta(days=LOOKBACK_DAYS)
-    states = load_states(db, lo, end)
-    if not any(s.day >= start for s in states):
-        states = _computed_states(db, lo, end)
-    return observations_from_states(states, start, end)
-
-
-def observation_stream(db: Database, start: date, end: date) -> list[dict[str, Any]]:
-    """The observations only, exactly as ``RhythmEnv`` shapes them (one per slot)."""
-    return [obs for obs, _ in observation_records(db, start, end)]
+def lookback_start(start: date) -> date:
+    """The first day whose stored slots feed the observations of days from ``start``."""
+    return start - timedelta(days=LOOKBACK_DAYS)
 
 
 def to_jsonable(obs: dict[str, Any]) -> dict[str, Any]:

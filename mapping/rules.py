@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import ConfigError
+from common.records import METERS as _METERS
 
-METERS: tuple[str, ...] = ("vitality", "cognition", "progress", "serenity", "connection")
+METERS: tuple[str, ...] = _METERS
 N_SLOTS = 4
 
 

@@ -17,16 +17,14 @@ writer while it runs; a manual ``rhythm import`` gets "database busy". It logs t
 RHYTHM_HOME/logs/daemon.log (rotated; secrets redacted), and SIGTERM/SIGINT shut it down
 cleanly: running jobs finish, the lock is released, the exit code is 0.
 
-The jobs call the same functions as the CLI commands (``rhythm.sync.sync``, ``map_step``,
-``rhythm.recommend.recommend``): no second code path. ``run_cycle`` does one full cycle
-now (``rhythm daemon --once``, handy for cron); a failing source is logged and recorded and
-the others go on.
+The daemon only schedules: every job runs the units of work of ``rhythm.jobs`` (``sync``,
+``map_data``, ``recommend``), the same functions the CLI commands call. ``run_cycle`` does
+one full cycle now (``rhythm daemon --once``, handy for cron); a failing source is logged
+and recorded and the others go on.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import json
 import logging
 import os
@@ -36,19 +34,17 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from datetime import UTC, date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MISSED
 
 from common.errors import ConfigError, RhythmError, StorageError
-from rhythm import lock
-from rhythm.pipeline import record_failure
-from rhythm.settings import Settings
-from storage import open_db
+from rhythm import jobs, lock
+from rhythm.settings import Settings, local_today, user_zone
+from storage import open_db, runs
 
 log = logging.getLogger("rhythm.daemon")
 
@@ -61,17 +57,12 @@ LOG_BACKUPS = 5
 STATE_FILE = "daemon.json"
 
 
-class StageUnavailable(RhythmError):
-    """A stage whose code is not installed (yet): skipped, never a failure."""
-
-
 # -- results -------------------------------------------------------------------------------
 @dataclass
 class JobResult:
     job: str  # "sync:whoop", "map", "recommend"
     stage: str  # sync | map | recommend
     ok: bool
-    skipped: bool = False
     error: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
@@ -82,22 +73,6 @@ class JobResult:
 
 
 # -- time ----------------------------------------------------------------------------------
-def user_timezone(settings: Settings) -> tzinfo:
-    """The person's zone: settings.timezone, else this machine's local zone."""
-    if settings.timezone:
-        try:
-            return ZoneInfo(settings.timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ConfigError(f"timezone: unknown zone {settings.timezone!r} (use an IANA name like Europe/Amsterdam)") from None
-    import tzlocal
-
-    return tzlocal.get_localzone()
-
-
-def local_today(settings: Settings, now: datetime | None = None) -> date:
-    return (now or datetime.now(UTC)).astimezone(user_timezone(settings)).date()
-
-
 def morning_time(settings: Settings) -> tuple[int, int]:
     m = re.fullmatch(r"\s*(\d{1,2}):(\d{2})\s*", settings.morning_run_time or "")
     if not m or int(m.group(1)) > 23 or int(m.group(2)) > 59:
@@ -111,16 +86,7 @@ def sync_interval(settings: Settings) -> timedelta:
     return timedelta(hours=settings.sync_every_hours)
 
 
-# -- the stages (the same functions the CLI commands call) ---------------------------------
-def _optional(module: str) -> Any | None:
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name == module:
-            return None
-        raise
-
-
+# -- the stages: rhythm.jobs, guarded -----------------------------------------------------
 def _plain(value: Any) -> Any:
     if is_dataclass(value) and not isinstance(value, type):
         return _plain(asdict(value))
@@ -137,82 +103,16 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _accepts(fn: Callable[..., Any], name: str) -> bool:
-    try:
-        return name in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def map_step(settings: Settings, since: date | None = None) -> dict[str, Any]:
-    """Rebuild meters and slot actions from stored data (no network), as one transaction.
-
-    The pipeline-level wrapper around ``mapping.build.rebuild(db, since)``: holds the writer
-    lock, records the run in ``runs``. Raises StageUnavailable while mapping.build is absent.
-    """
-    build = _optional("mapping.build")
-    if build is None or not hasattr(build, "rebuild"):
-        raise StageUnavailable("map: mapping.build.rebuild is not available in this version")
-    started = datetime.now(UTC)
-    with lock.writer_lock(settings.home, "rhythm map"), open_db(settings.database) as db:
-        with db.transaction():
-            kwargs = {"tz": settings.timezone} if settings.timezone and _accepts(build.rebuild, "tz") else {}
-            result = build.rebuild(db, since, **kwargs)
-            summary = _plain(result) if result is not None else {}
-            if not isinstance(summary, dict):
-                summary = {"result": summary}
-            db.con.execute(
-                "INSERT INTO runs (kind, source, target, started_at, finished_at, ok, summary) "
-                "VALUES ('map', NULL, ?, ?, ?, true, ?)",
-                [since.isoformat() if since else "all", started, datetime.now(UTC), json.dumps(summary)],
-            )
-    return summary
+    return jobs.map_data(settings, since)
 
 
 def recommend_step(settings: Settings, day: date | None = None) -> Any:
-    """Today's plan via ``rhythm.recommend.recommend(settings, day)``; returns its Plan."""
-    mod = _optional("rhythm.recommend")
-    if mod is None or not hasattr(mod, "recommend"):
-        raise StageUnavailable("recommend: rhythm.recommend is not available in this version")
-    day = day or local_today(settings)
-    with lock.writer_lock(settings.home, "rhythm recommend"):
-        return mod.recommend(settings, day)
-
-
-def plan_summary(plan: Any) -> dict[str, Any]:
-    """A Plan (or anything shaped like one) as plain data for logs, JSON and the demo.
-
-    The belief lives on the plan (rhythm.recommend.Plan) or on each slot; both are read.
-    """
-    belief = _plain(list(getattr(plan, "belief", None) or [])) or None
-    belief_sd = _plain(list(getattr(plan, "belief_sd", None) or [])) or None
-    slots = []
-    for s in getattr(plan, "slots", None) or []:
-        slots.append({
-            "id": getattr(s, "id", None),
-            "slot": getattr(s, "slot", None),
-            "action": getattr(s, "action", None),
-            "rationale": getattr(s, "rationale", None),
-            "model": getattr(s, "model", None) or getattr(plan, "model", None),
-            "belief": _plain(list(getattr(s, "belief", None) or [])) or belief,
-            "belief_sd": _plain(list(getattr(s, "belief_sd", None) or [])) or belief_sd,
-        })
-    day = getattr(plan, "day", None) or getattr(plan, "local_day", None)
-    return {
-        "day": _plain(day),
-        "model": getattr(plan, "model", None),
-        "belief": belief or (slots[0]["belief"] if slots else None),
-        "belief_sd": belief_sd or (slots[0]["belief_sd"] if slots else None),
-        "observed_slots": getattr(plan, "observed_slots", None),
-        "notes": list(getattr(plan, "notes", None) or []),
-        "slots": slots,
-    }
+    return jobs.recommend(settings, day or local_today(settings))
 
 
 def sync_step(settings: Settings, source: str) -> dict[str, Any]:
-    from rhythm.sync import sync
-
-    return sync(settings, [source])
+    return jobs.sync(settings, [source])
 
 
 def _first_line(exc: BaseException) -> str:
@@ -226,19 +126,16 @@ def _guard(settings: Settings, job: str, stage: str, fn: Callable[[], Any], sour
     log.info("%s: starting", job)
     try:
         detail = fn()
-    except StageUnavailable as exc:
-        log.warning("%s: skipped (%s)", job, exc)
-        return JobResult(job, stage, ok=True, skipped=True, error=str(exc), seconds=time.monotonic() - t0)
     except RhythmError as exc:
         line = _first_line(exc)
         log.error("%s: failed: %s", job, line)
         if stage != "sync":  # rhythm.sync records its own failures (runs, sync_state)
-            record_failure(settings, stage, source or "", job, RhythmError(line))
+            jobs.record_failure(settings, stage, source or "", job, RhythmError(line))
         return JobResult(job, stage, ok=False, error=line, seconds=time.monotonic() - t0)
     except Exception as exc:  # a bug in one stage must not stop the daemon
         line = f"{type(exc).__name__}: {_first_line(exc)}"
         log.exception("%s: crashed: %s", job, line)
-        record_failure(settings, stage, source or "", job, RhythmError(line))
+        jobs.record_failure(settings, stage, source or "", job, RhythmError(line))
         return JobResult(job, stage, ok=False, error=line, seconds=time.monotonic() - t0)
     seconds = time.monotonic() - t0
     if stage == "sync":
@@ -249,7 +146,7 @@ def _guard(settings: Settings, job: str, stage: str, fn: Callable[[], Any], sour
         log.info("%s: ok, %s records", job, r.get("records"))
         return JobResult(job, stage, ok=True, detail=_plain(r), seconds=seconds)
     if stage == "recommend":
-        summary = plan_summary(detail)
+        summary = detail.summary()
         log.info("%s: ok, %s", job, ", ".join(f"{s['slot']}={s['action']}" for s in summary["slots"]) or "no slots")
         return JobResult(job, stage, ok=True, detail=summary, seconds=seconds, plan=detail)
     log.info("%s: ok", job)
@@ -307,12 +204,9 @@ def last_successful_syncs(settings: Settings) -> dict[str, datetime]:
         return {}
     try:
         with open_db(settings.database, read_only=True) as db:
-            rows = db.con.execute(
-                "SELECT source, max(finished_at) FROM runs WHERE kind = 'sync' AND ok GROUP BY source"
-            ).fetchall()
+            return runs.last_successful_syncs(db)
     except StorageError:
         return {}
-    return {s: ts for s, ts in rows if s and ts}
 
 
 def job_specs(
@@ -326,7 +220,7 @@ def job_specs(
     from apscheduler.triggers.cron import CronTrigger
     from apscheduler.triggers.interval import IntervalTrigger
 
-    tz = user_timezone(settings)
+    tz = user_zone(settings)
     now = (now or datetime.now(UTC)).astimezone(tz)
     every = sync_interval(settings)
     hour, minute = morning_time(settings)
@@ -363,7 +257,7 @@ def build_scheduler(
     from apscheduler.schedulers.background import BackgroundScheduler
 
     sched = BackgroundScheduler(
-        timezone=user_timezone(settings),
+        timezone=user_zone(settings),
         executors={"default": ThreadPoolExecutor(max_workers=1)},  # one writer: jobs in turn
         job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": SYNC_MISFIRE_GRACE_S},
     )
@@ -475,7 +369,7 @@ def run_once(settings: Settings, *, day: date | None = None, log_stream: Any | N
     try:
         log.info("one cycle (pid %s)", os.getpid())
         results = run_cycle(settings, day=day)
-        log.info("cycle done: %s", ", ".join(f"{r.job}={'skipped' if r.skipped else 'ok' if r.ok else 'failed'}" for r in results))
+        log.info("cycle done: %s", ", ".join(f"{r.job}={'ok' if r.ok else 'failed'}" for r in results))
         return results
     finally:
         teardown_logging(handlers)

@@ -3,14 +3,14 @@
 Stages, each through the same library function as its CLI command (no second code path):
 
 1. import the sample's Apple Health export, WHOOP export and calendar
-   (``rhythm.pipeline.import_file``, as ``rhythm import``);
-2. map: meters and slot actions (``rhythm.daemon.map_step``, as ``rhythm map``);
-3. recommend: the plan for the sample's last day (``rhythm.recommend.recommend``, as
+   (``rhythm.jobs.import_file``, as ``rhythm import``);
+2. map: meters and slot actions (``rhythm.jobs.map_data``, as ``rhythm map``);
+3. recommend: the plan for the sample's last day (``rhythm.jobs.recommend``, as
    ``rhythm recommend``);
 4. report: the HTML report (``rhythm.report.write_report``, as ``rhythm report``).
 
-A stage whose code is not installed yet is skipped with a note, never faked. "Today" is the
-sample's last day, passed explicitly, so the output does not depend on the calendar.
+"Today" is the sample's last day, passed explicitly, so the output does not depend on the
+calendar.
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from rhythm.daemon import StageUnavailable, map_step, plan_summary, recommend_step
+from rhythm import jobs
 from rhythm.data.make_sample import SAMPLE_START, SAMPLE_TIMEZONE, SAMPLE_TODAY
-from rhythm.pipeline import import_file
 from rhythm.report import Report, write_report
 from rhythm.settings import Settings, init_home
 from storage import open_db
@@ -44,9 +43,9 @@ class DemoResult:
     today: date
     imports: list[dict[str, Any]] = field(default_factory=list)
     mapped: dict[str, Any] | None = None
-    plan: dict[str, Any] | None = None  # plan_summary() of the Plan
+    plan: dict[str, Any] | None = None  # Plan.summary()
     plan_obj: Any = None  # the Plan itself (rhythm.recommend.Plan)
-    notes: list[str] = field(default_factory=list)  # stages skipped, and why
+    notes: list[str] = field(default_factory=list)
     report: Report | None = None
     tables: dict[str, int] = field(default_factory=dict)
 
@@ -69,29 +68,21 @@ def run_demo(
     result = DemoResult(home=home, today=today)
 
     for source, name, label in SAMPLE_FILES:
-        summary = import_file(s, source, sample_dir / name).to_dict()
+        summary = jobs.import_file(s, source, sample_dir / name).to_dict()
         result.imports.append({"source": source, "label": label, "file": name, **summary})
         say(f"imported {label}: {summary['records']} records, days {summary['first_day']} .. {summary['last_day']}")
 
-    try:
-        result.mapped = map_step(s)
-        say("mapped: meters and slot actions rebuilt")
-    except StageUnavailable as exc:
-        result.notes.append(f"map skipped: {exc}")
-        say(f"map skipped: {exc}")
+    result.mapped = jobs.map_data(s)
+    say("mapped: meters and slot actions rebuilt")
 
-    try:
-        plan = recommend_step(s, today)
-        result.plan_obj = plan
-        result.plan = plan_summary(plan)
-        if not result.plan.get("day"):
-            result.plan["day"] = today.isoformat()
-        say(f"recommended: {len(result.plan['slots'])} slots for {today}")
-    except StageUnavailable as exc:
-        result.notes.append(f"recommend skipped: {exc}")
-        say(f"recommend skipped: {exc}")
+    plan = jobs.recommend(s, today)
+    result.plan_obj = plan
+    result.plan = plan.summary()
+    result.notes.extend(plan.notes)
+    say(f"recommended: {len(result.plan['slots'])} slots for {today}")
 
     result.report = write_report(s, days=REPORT_DAYS, today=today, out=home / "report.html")
     with open_db(s.database, read_only=True) as db:
         result.tables = db.row_counts()
     return result
+

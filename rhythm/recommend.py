@@ -18,20 +18,19 @@ grammar fixes what it can output.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
 from common.errors import ConfigError, ModelError, RhythmError
 from common.records import ACTIONS, SLOTS
 from common.timeutil import slot_of
-from rhythm.lock import writer_lock
-from rhythm.settings import Settings
-from storage import open_db
+from rhythm.derive import observation_records
+from rhythm.settings import Settings, local_now, user_zone
+from storage import inputs, plans
 from storage.db import Database
 
 # Meters computed from real data are much noisier than the simulator's 0.012 per step.
@@ -62,6 +61,23 @@ class Plan:
     feedback_used: int
     notes: list[str] = field(default_factory=list)
 
+    def summary(self) -> dict[str, Any]:
+        """The plan as plain data for logs, the daemon's state and the demo's JSON."""
+        belief, sd = list(self.belief), list(self.belief_sd)
+        return {
+            "day": self.day.isoformat(),
+            "model": self.model,
+            "belief": belief,
+            "belief_sd": sd,
+            "observed_slots": self.observed_slots,
+            "notes": list(self.notes),
+            "slots": [
+                {"id": s.id, "slot": s.slot, "action": s.action, "rationale": s.rationale, "model": s.model,
+                 "belief": belief, "belief_sd": sd}
+                for s in self.slots
+            ],
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "day": self.day.isoformat(),
@@ -76,15 +92,6 @@ class Plan:
                 for s in self.slots
             ],
         }
-
-
-def user_timezone(settings: Settings) -> tzinfo:
-    if settings.timezone:
-        try:
-            return ZoneInfo(settings.timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ConfigError(f"timezone {settings.timezone!r} is not an IANA time zone name") from None
-    return datetime.now().astimezone().tzinfo or UTC
 
 
 def bundled_model_path() -> Path | None:
@@ -136,92 +143,81 @@ def _masked(obs: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _feedback_history(db: Database) -> list[dict[str, Any]]:
-    _, rows = db.query(
-        "SELECT r.action, f.response, r.local_day, r.slot FROM feedback f "
-        "JOIN recommendations r ON r.id = f.recommendation_id ORDER BY f.\"at\""
-    )
-    return [{"action": a, "response": resp, "local_day": d, "slot": s} for a, resp, d, s in rows]
-
-
 def _events_context(db: Database, day: date) -> list[dict[str, Any]]:
-    _, rows = db.query(
-        "SELECT title FROM events WHERE local_day = ? AND status <> 'cancelled' AND NOT all_day "
-        "ORDER BY start_ts LIMIT 12",
-        [day],
-    )
-    return [{"title": t or "", "day": day.weekday()} for (t,) in rows]
+    """The titles of the day's timed, not cancelled events (quoted context for the model)."""
+    rows = [e for e in inputs.events_between(db, day, day) if e.status != "cancelled" and not e.all_day]
+    return [{"title": e.title or "", "day": day.weekday()} for e in rows[:12]]
 
 
-def recommend(
-    settings: Settings, day: date | None = None, now: datetime | None = None
-) -> Plan:
-    """Plan the remaining slots of `day` (default: the current local day) and store it."""
+def make_plan(db: Database, settings: Settings, day: date | None = None, now: datetime | None = None) -> Plan:
+    """Plan the remaining slots of `day` (default: the current local day) and store it
+    (inside the caller's transaction: ``rhythm.jobs.recommend``)."""
     from agent.planner import BayesAgent  # heavy imports only when planning
-    from mapping.observations import observation_records
 
-    tz = user_timezone(settings)
-    now = (now or datetime.now(UTC)).astimezone(tz)
+    tz = user_zone(settings)
+    now = local_now(settings, now)
     today, current_slot = slot_of(now.replace(tzinfo=None))
     day = day or today
     first_slot = current_slot if day == today else 0
     backend, model_path = choose_backend(settings)
     notes: list[str] = []
 
-    with writer_lock(settings.home, "rhythm recommend"), open_db(settings.database) as db:
-        week_start = day - timedelta(days=day.weekday())
-        start = week_start - timedelta(weeks=HISTORY_WEEKS)
-        records = [
-            (o, i)
-            for o, i in observation_records(db, start, day)
-            if (date.fromisoformat(i["local_day"]), SLOTS.index(i["slot_name"])) <= (day, first_slot)
-        ]
-        if not records:
-            raise RhythmError(f"no slots to plan for {day}")
-        agent = BayesAgent(noise_sd=REAL_NOISE_SD)
-        belief = agent.belief_state
-        observed = 0
-        for obs, info in records:
-            prev = info.get("previous")
-            if prev and any(prev["observed"]):
-                observed += 1
-            belief.update_from_observation(_masked(obs, info))
-        feedback = _feedback_history(db)
-        for fb in feedback:
-            if fb["action"] in ACTIONS:
-                belief.observe_feedback(ACTIONS.index(fb["action"]), fb["response"] == "accept")
-        if observed == 0:
-            notes.append("no meter data yet: the plan rests on the prior (import data, then `rhythm map`)")
+    week_start = day - timedelta(days=day.weekday())
+    start = week_start - timedelta(weeks=HISTORY_WEEKS)
+    records = [
+        (o, i)
+        for o, i in observation_records(db, start, day, tz=tz)
+        if (date.fromisoformat(i["local_day"]), SLOTS.index(i["slot_name"])) <= (day, first_slot)
+    ]
+    if not records:
+        raise RhythmError(f"no slots to plan for {day}")
+    agent = BayesAgent(noise_sd=REAL_NOISE_SD)
+    belief = agent.belief_state
+    observed = 0
+    for obs, info in records:
+        prev = info.get("previous")
+        if prev and any(prev["observed"]):
+            observed += 1
+        belief.update_from_observation(_masked(obs, info))
+    feedback = plans.answers(db)
+    for fb in feedback:
+        if fb["action"] in ACTIONS:
+            belief.observe_feedback(ACTIONS.index(fb["action"]), fb["response"] == "accept")
+    if observed == 0:
+        notes.append("no meter data yet: the plan rests on the prior (import data, then `rhythm map`)")
 
-        current, _ = records[-1]
-        week = [(o, i) for o, i in records if date.fromisoformat(i["local_day"]) >= week_start]
-        week_rewards = [float(np.asarray(o["last_reward"]).reshape(-1)[0]) for o, _ in week[1:]]
-        steps = agent.plan_ahead(np.asarray(current["meters"]), int(current["t"]), week_rewards)
-        steps = steps[: len(SLOTS) - first_slot]
-        models = [BAYES_MODEL] * len(steps)
+    current, _ = records[-1]
+    week = [(o, i) for o, i in records if date.fromisoformat(i["local_day"]) >= week_start]
+    week_rewards = [float(np.asarray(o["last_reward"]).reshape(-1)[0]) for o, _ in week[1:]]
+    steps = agent.plan_ahead(np.asarray(current["meters"]), int(current["t"]), week_rewards)
+    steps = steps[: len(SLOTS) - first_slot]
+    models = [BAYES_MODEL] * len(steps)
 
-        if backend == "llm" and steps:
-            action, reason = _llm_decision(model_path, [o for o, _ in week], _events_context(db, day), feedback)
-            if action is not None:
-                steps[0] = (action, reason)
-                models[0] = f"llm:{model_path.name}"
-            else:
-                notes.append(f"the model gave no valid answer; used the Bayesian plan ({reason})")
+    if backend == "llm" and steps:
+        action, reason = _llm_decision(model_path, [o for o, _ in week], _events_context(db, day), feedback)
+        if action is not None:
+            steps[0] = (action, reason)
+            models[0] = f"llm:{model_path.name}"
+        else:
+            notes.append(f"the model gave no valid answer; used the Bayesian plan ({reason})")
 
-        b = tuple(float(x) for x in belief.belief())
-        sd = tuple(float(x) for x in belief.belief_sd())
-        created = datetime.now(UTC)
-        planned: list[PlannedSlot] = []
-        with db.transaction():
-            for k, ((a, reason), model) in enumerate(zip(steps, models, strict=True)):
-                slot_name = SLOTS[first_slot + k]
-                (rec_id,) = db.con.execute(
-                    "INSERT INTO recommendations (created_at, local_day, slot, action, belief_social, "
-                    "belief_morning, belief_work, belief_sd_social, belief_sd_morning, belief_sd_work, "
-                    "rationale, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                    [created, day, slot_name, ACTIONS[a], *b, *sd, reason, model],
-                ).fetchone()
-                planned.append(PlannedSlot(int(rec_id), day, slot_name, ACTIONS[a], reason, model))
+    b = tuple(float(x) for x in belief.belief())
+    sd = tuple(float(x) for x in belief.belief_sd())
+    created = datetime.now(UTC)
+    rows = [
+        {
+            "created_at": created, "local_day": day, "slot": SLOTS[first_slot + k], "action": ACTIONS[a],
+            **dict(zip(("belief_social", "belief_morning", "belief_work"), b, strict=True)),
+            **dict(zip(("belief_sd_social", "belief_sd_morning", "belief_sd_work"), sd, strict=True)),
+            "rationale": reason, "model": model,
+        }
+        for k, ((a, reason), model) in enumerate(zip(steps, models, strict=True))
+    ]
+    ids = plans.insert_recommendations(db, rows)
+    planned = [
+        PlannedSlot(rec_id, day, r["slot"], r["action"], r["rationale"], r["model"])
+        for rec_id, r in zip(ids, rows, strict=True)
+    ]
     return Plan(day, planned, b, sd, models[0] if models else BAYES_MODEL, observed, len(feedback), notes)
 
 
@@ -282,17 +278,13 @@ def _llm_decision(
     return int(parsed.action_id), f"{parsed.action}: chosen by the local model {path.name}"
 
 
-def record_feedback(settings: Settings, recommendation_id: int, response: str) -> dict[str, Any]:
+def record_answer(db: Database, recommendation_id: int, response: str) -> dict[str, Any]:
     """Store the person's answer to a recommendation (a later answer replaces an earlier one)."""
     if response not in ("accept", "ignore"):
         raise ConfigError(f"answer must be accept or ignore, not {response!r}")
-    with writer_lock(settings.home, "rhythm feedback"), open_db(settings.database) as db:
-        row = db.con.execute(
-            "SELECT local_day, slot, action FROM recommendations WHERE id = ?", [recommendation_id]
-        ).fetchone()
-        if row is None:
-            raise RhythmError(f"no recommendation with id {recommendation_id} (see `rhythm recommend`)")
-        at = datetime.now(UTC)
-        db.upsert("feedback", [{"recommendation_id": recommendation_id, "response": response, "at": at}])
-    return {"id": recommendation_id, "local_day": row[0], "slot": row[1], "action": row[2],
+    rec = plans.recommendation(db, recommendation_id)
+    if rec is None:
+        raise RhythmError(f"no recommendation with id {recommendation_id} (see `rhythm recommend`)")
+    at = plans.record_answer(db, recommendation_id, response)
+    return {"id": recommendation_id, "local_day": rec["local_day"], "slot": rec["slot"], "action": rec["action"],
             "response": response, "at": at}

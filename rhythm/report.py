@@ -24,15 +24,11 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from rhythm.settings import Settings
-from storage import open_db
+from common.errors import ConfigError
+from common.records import ACTIONS, METERS, SLOTS
+from rhythm.settings import Settings, local_today
+from storage import open_db, overview
 
-SLOTS = ("morning", "afternoon", "evening", "night")
-METERS = ("vitality", "cognition", "progress", "serenity", "connection")
-ACTIONS = (
-    "DEEP_WORK", "ADMIN_WORK", "LEARN", "SLEEP", "EXERCISE",
-    "MEDITATE", "FAMILY_TIME", "SOCIALIZE", "ME_TIME", "BINGE_WATCH",
-)
 BELIEFS = ("social", "morning", "work")
 METER_COLORS = {"vitality": "#d1495b", "cognition": "#00798c", "progress": "#edae49",
                 "serenity": "#66a182", "connection": "#8e6c8a"}
@@ -75,51 +71,15 @@ class Report:
 
 
 # -- gathering -------------------------------------------------------------------------------
-def _rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-    cur = con.execute(sql, params)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-
-
 def gather(settings: Settings, today: date, days: int) -> ReportData:
     start = today - timedelta(days=days - 1)
     data = ReportData(today=today, start=start, generated_at=datetime.now(UTC), database=str(settings.database))
     if not settings.database.exists():
         return data
     with open_db(settings.database, read_only=True) as db:
-        con = db.con
-        span = [start, today]
-        data.meters = _rows(con, f"SELECT local_day, slot, {', '.join(METERS)}, confidence, evidence FROM meters "
-                                 "WHERE local_day BETWEEN ? AND ? ORDER BY local_day, slot", span)
-        data.slot_actions = _rows(con, "SELECT local_day, slot, action, confidence, evidence FROM slot_actions "
-                                       "WHERE local_day BETWEEN ? AND ? ORDER BY local_day, slot", span)
-        data.recommendations = _rows(
-            con,
-            "SELECT r.id, r.created_at, r.local_day, r.slot, r.action, r.belief_social, r.belief_morning, "
-            "r.belief_work, r.belief_sd_social, r.belief_sd_morning, r.belief_sd_work, r.rationale, r.model, "
-            "f.response, f.\"at\" AS answered_at FROM recommendations r "
-            "LEFT JOIN feedback f ON f.recommendation_id = r.id "
-            "WHERE r.local_day BETWEEN ? AND ? ORDER BY r.created_at, r.id",
-            span,
-        )
-        data.workouts = _rows(con, "SELECT local_day, source, sport, start_ts, duration_min, energy_kcal, avg_hr_bpm "
-                                   "FROM workouts WHERE local_day BETWEEN ? AND ? ORDER BY start_ts", span)
-        data.events_by_action = {
-            (a or "unclassified"): int(n)
-            for a, n in con.execute(
-                "SELECT action, count(*) FROM events WHERE local_day BETWEEN ? AND ? AND status <> 'cancelled' "
-                "GROUP BY action ORDER BY count(*) DESC", span).fetchall()
-        }
-        data.coverage = _rows(
-            con,
-            "SELECT local_day, source, sum(n) AS n FROM ("
-            " SELECT local_day, source, count(*) AS n FROM samples WHERE local_day BETWEEN ? AND ? GROUP BY ALL"
-            " UNION ALL SELECT local_day, source, count(*) FROM sleep_sessions WHERE local_day BETWEEN ? AND ? GROUP BY ALL"
-            " UNION ALL SELECT local_day, source, count(*) FROM workouts WHERE local_day BETWEEN ? AND ? GROUP BY ALL"
-            " UNION ALL SELECT local_day, source, count(*) FROM events WHERE local_day BETWEEN ? AND ? GROUP BY ALL"
-            ") GROUP BY ALL ORDER BY local_day, source",
-            span * 4,
-        )
+        rows = overview.report_rows(db, start, today)
+    for name, value in rows.items():
+        setattr(data, name, value)
     return data
 
 
@@ -469,9 +429,6 @@ def render(data: ReportData) -> tuple[str, dict[str, bool], int]:
 def write_report(settings: Settings, *, days: int = 28, today: date | None = None, out: Path | None = None) -> Report:
     """Render the report for the `days` ending on `today` (the person's today) to `out`
     (default RHYTHM_HOME/reports/report-<today>.html)."""
-    from common.errors import ConfigError
-    from rhythm.daemon import local_today
-
     if days < 1:
         raise ConfigError(f"--days must be at least 1, got {days}")
     today = today or local_today(settings)

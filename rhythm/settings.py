@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
+from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
 from typing import Any, get_type_hints
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from common.errors import ConfigError
 
 SECRET_FIELDS = {"whoop_client_secret", "google_client_secret"}
-SYNC_SOURCES = ("whoop", "google", "garmin")  # the API sources `rhythm sync` knows
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,22 @@ class Settings:
 
     debug: bool = False
 
+    # Settings that sources declare in their descriptor (connectors.registry), by name.
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # Where each non-default value came from: "config", "env" or "flag".
+    origins: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def get(self, name: str) -> Any:
+        """A setting by name: a built-in field, else one a source declared."""
+        if name in _FIELD_NAMES:
+            return getattr(self, name)
+        if name in self.extra:
+            return self.extra[name]
+        declared = _declared()
+        if name in declared:
+            return declared[name]
+        raise ConfigError(f"unknown setting {name!r}")
+
     @property
     def database(self) -> Path:
         return self.db_path or self.home / "rhythm.duckdb"
@@ -85,12 +102,28 @@ class Settings:
     def public(self) -> dict[str, Any]:
         """Settings safe to show: secrets masked."""
         out = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if f.name in SECRET_FIELDS and v:
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _INTERNAL}
+        values.update({k: self.extra.get(k, v) for k, v in _declared().items()})
+        for name, v in values.items():
+            if _is_secret(name) and v:
                 v = "***"
-            out[f.name] = str(v) if isinstance(v, Path) else v
+            out[name] = str(v) if isinstance(v, Path) else v
         return out
+
+
+_INTERNAL = {"extra", "origins"}
+_FIELD_NAMES = frozenset(f.name for f in fields(Settings)) - _INTERNAL
+
+
+def _is_secret(name: str) -> bool:
+    return name in SECRET_FIELDS or name.endswith(("_secret", "_password", "_token"))
+
+
+def _declared() -> dict[str, Any]:
+    """Settings the registered sources declare (name -> default)."""
+    from connectors.registry import declared_settings
+
+    return declared_settings()
 
 
 def _coerce(name: str, raw: Any, typ: Any) -> Any:
@@ -124,6 +157,13 @@ def _flatten(doc: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def _type_of(name: str, hints: dict[str, Any], declared: dict[str, Any]) -> Any:
+    if name in hints:
+        return hints[name]
+    default = declared.get(name)
+    return type(default) if default is not None else str
+
+
 def load_settings(
     home: str | Path | None = None,
     env: dict[str, str] | None = None,
@@ -132,33 +172,103 @@ def load_settings(
     env = dict(os.environ if env is None else env)
     home_path = Path(home or env.get("RHYTHM_HOME") or "~/.rhythm").expanduser()
     hints = get_type_hints(Settings)
-    known = {f.name for f in fields(Settings)}
+    known = set(_FIELD_NAMES)
+    declared = _declared()
     values: dict[str, Any] = {"home": home_path}
+    extra: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+
+    def put(name: str, raw: Any, origin: str) -> None:
+        value = _coerce(name, raw, _type_of(name, hints, declared))
+        (values if name in known else extra)[name] = value
+        origins[name] = origin
 
     cfg = home_path / "config.toml"
-    if cfg.exists():
-        try:
-            doc = tomllib.loads(cfg.read_text())
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{cfg}: invalid TOML: {exc}") from None
-        for k, v in _flatten(doc).items():
-            if k not in known or k == "home":
-                raise ConfigError(f"{cfg}: unknown setting {k!r}")
-            values[k] = _coerce(k, v, hints[k])
+    for k, v in read_config(cfg).items():
+        if (k not in known and k not in declared) or k == "home":
+            raise ConfigError(f"{cfg}: unknown setting {k!r} (see `rhythm config show`)")
+        put(k, v, "config")
 
-    for name in known - {"home"}:
+    for name in (known | set(declared)) - {"home"}:
         var = f"RHYTHM_{name.upper()}"
         if var in env and env[var] != "":
-            values[name] = _coerce(name, env[var], hints[name])
+            put(name, env[var], "env")
     if "RHYTHM_DB" in env and env["RHYTHM_DB"]:
         values["db_path"] = Path(env["RHYTHM_DB"]).expanduser()
+        origins["db_path"] = "env"
 
     for k, v in overrides.items():
         if v is not None:
-            if k not in known:
+            if k not in known and k not in declared:
                 raise ConfigError(f"unknown setting {k!r}")
-            values[k] = _coerce(k, v, hints[k])
-    return Settings(**values)
+            put(k, v, "flag")
+    return Settings(**values, extra=extra, origins=origins)
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """config.toml as flat settings (``[whoop] api_base`` is ``whoop_api_base``); {} if absent."""
+    if not path.exists():
+        return {}
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    return _flatten(doc)
+
+
+def set_config(settings: Settings, name: str, value: str | None) -> dict[str, Any]:
+    """Write (or, with value None, remove) one setting in config.toml, keeping its comments
+    and layout: inside the ``[section]`` whose name prefixes the setting when the file has
+    one (``whoop_api_base`` -> ``[whoop] api_base``), else at the top level. The value is
+    checked (type, time zone) before anything is written. Returns what was done."""
+    import tomlkit
+
+    hints = get_type_hints(Settings)
+    declared = _declared()
+    if name not in _FIELD_NAMES and name not in declared or name in ("home", "db_path", "debug"):
+        raise ConfigError(f"unknown setting {name!r} (see `rhythm config show`)")
+    path = settings.config_file
+    text = path.read_text() if path.exists() else ""
+    try:
+        doc = tomlkit.parse(text)
+    except Exception as exc:  # noqa: BLE001 - tomlkit raises its own ParseError family
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    typed = None if value is None else _coerce(name, value, _type_of(name, hints, declared))
+    if name == "timezone" and typed is not None:
+        user_zone(replace(settings, timezone=typed))  # an unknown zone is refused here
+    table, key = doc, name
+    for section, item in list(doc.items()):
+        if isinstance(item, dict) and name.startswith(section + "_"):
+            table, key = item, name[len(section) + 1:]
+            break
+    for existing_table, existing_key in _locations(doc, name):  # no second copy anywhere
+        if (existing_table, existing_key) != (table, key):
+            del existing_table[existing_key]
+    if typed is None:
+        if key in table:
+            del table[key]
+    else:
+        table[key] = str(typed) if isinstance(typed, Path) else typed
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(tomlkit.dumps(doc))
+    os.replace(tmp, path)
+    load_settings(home=settings.home)  # the file as written must load
+    return {"setting": name, "value": typed, "file": str(path), "removed": value is None}
+
+
+def _locations(doc: Any, name: str) -> list[tuple[Any, str]]:
+    out = []
+    if name in doc and not isinstance(doc[name], dict):
+        out.append((doc, name))
+    for section, item in doc.items():
+        if isinstance(item, dict) and name.startswith(section + "_"):
+            key = name[len(section) + 1:]
+            if key in item:
+                out.append((item, key))
+    return out
 
 
 DEFAULT_CONFIG = """\
@@ -194,9 +304,39 @@ def init_home(settings: Settings) -> list[Path]:
             d.mkdir(parents=True, mode=mode)
             made.append(d)
     if not settings.config_file.exists():
-        settings.config_file.write_text(DEFAULT_CONFIG)
+        fd = os.open(settings.config_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(DEFAULT_CONFIG)
         made.append(settings.config_file)
     return made
+
+
+def user_zone(settings: Settings) -> tzinfo:
+    """The person's time zone, resolved in one place for everything that says "today":
+    ``settings.timezone`` (an IANA name), else this machine's zone (tzlocal: TZ, then
+    /etc/localtime)."""
+    if settings.timezone:
+        try:
+            return ZoneInfo(settings.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(
+                f"timezone: unknown zone {settings.timezone!r} (use an IANA name like Europe/Amsterdam)"
+            ) from None
+    import tzlocal
+
+    try:
+        return tzlocal.get_localzone()
+    except Exception:  # noqa: BLE001 - a machine without a readable zone: UTC, not a crash
+        return UTC
+
+
+def local_now(settings: Settings, now: datetime | None = None) -> datetime:
+    """Now (or ``now``) as an aware time in the person's zone."""
+    return (now or datetime.now(UTC)).astimezone(user_zone(settings))
+
+
+def local_today(settings: Settings, now: datetime | None = None) -> date:
+    return local_now(settings, now).date()
 
 
 def with_db(settings: Settings, db: str | Path | None) -> Settings:

@@ -14,15 +14,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from common.errors import DatabaseBusy, RhythmError, StorageError
+from connectors.registry import file_imports
 from rhythm import daemon
 from rhythm.settings import Settings
 from rhythm.sync import configured_sources
-from storage import open_db
+from storage import open_db, overview, runs
+from storage.overview import DATA_TABLES
 
-DATA_TABLES = ("samples", "sleep_sessions", "workouts", "events")
-DERIVED_TABLES = ("meters", "slot_actions", "recommendations", "feedback")
-# `rhythm import NAME` -> the source name its rows carry
-RUN_SOURCE_ALIASES = {"ics": "calendar"}
+
+def _run_source_aliases() -> dict[str, str]:
+    """`rhythm import NAME` -> the source name its rows carry (ics -> calendar)."""
+    return {d.name: d.record_source for d in file_imports().values() if d.name != d.record_source}
 
 
 def pipeline_status(settings: Settings, now: datetime | None = None) -> dict[str, Any]:
@@ -95,8 +97,8 @@ def _empty_source(name: str, kind: str) -> dict[str, Any]:
 
 
 def _sources(db: Any, configured: list[str]) -> tuple[list[dict[str, Any]], dict[str, datetime]]:
-    con = db.con
     by: dict[str, dict[str, Any]] = {}
+    aliases = _run_source_aliases()
 
     def get(name: str, kind: str) -> dict[str, Any]:
         if name not in by:
@@ -107,18 +109,13 @@ def _sources(db: Any, configured: list[str]) -> tuple[list[dict[str, Any]], dict
 
     for name in configured:
         get(name, "api")
-    for source, stream, cursor, updated_at, last_error in con.execute(
-        "SELECT source, stream, cursor, updated_at, last_error FROM sync_state ORDER BY source, stream"
-    ).fetchall():
+    for source, stream, cursor, updated_at, last_error in overview.sync_states(db):
         get(source, "api")["streams"].append(
             {"stream": stream, "cursor": cursor, "updated_at": updated_at, "last_error": last_error}
         )
     last_ok: dict[str, datetime] = {}
-    for source, kind, ok, finished, summary in con.execute(
-        "SELECT source, kind, ok, max(finished_at), arg_max(summary, finished_at) FROM runs "
-        "WHERE kind IN ('sync', 'import') AND source IS NOT NULL GROUP BY source, kind, ok"
-    ).fetchall():
-        s = get(RUN_SOURCE_ALIASES.get(source, source) if kind == "import" else source,
+    for source, kind, ok, finished, summary in runs.latest_by_source(db):
+        s = get(aliases.get(source, source) if kind == "import" else source,
                 "api" if kind == "sync" else "file")
         if ok:
             key = "last_sync" if kind == "sync" else "last_import"
@@ -136,9 +133,9 @@ def _sources(db: Any, configured: list[str]) -> tuple[list[dict[str, Any]], dict
         if s["last_error"] is None:
             errs = [st["last_error"] for st in s["streams"] if st["last_error"]]
             s["last_error"] = errs[0] if errs else None
-    for table in DATA_TABLES:
-        for source, n in con.execute(f"SELECT source, count(*) FROM {table} GROUP BY source").fetchall():
-            get(source, "file")["rows"][table] = int(n)
+    for table, per_source in overview.rows_per_source(db).items():
+        for source, n in per_source.items():
+            get(source, "file")["rows"][table] = n
     return sorted(by.values(), key=lambda s: (s["kind"] != "api", s["source"])), last_ok
 
 
@@ -153,26 +150,13 @@ def _error_of(summary: Any) -> str | None:
 
 
 def _derived(db: Any) -> dict[str, Any]:
-    con = db.con
-    counts = {t: int(con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in DERIVED_TABLES}
-    days = con.execute("SELECT min(local_day), max(local_day) FROM meters").fetchone()
-    last_map = con.execute("SELECT max(finished_at) FROM runs WHERE kind = 'map' AND ok").fetchone()[0]
-    last_rec = con.execute("SELECT max(created_at) FROM recommendations").fetchone()[0]
-    return {
-        "rows": counts,
-        "meter_days": [days[0], days[1]] if days[0] else None,
-        "last_map": last_map,
-        "last_recommendation": last_rec,
-    }
+    return {**overview.derived_summary(db), "last_map": runs.last_finished(db, "map")}
 
 
 def _recent_runs(db: Any, n: int = 8) -> list[dict[str, Any]]:
-    rows = db.con.execute(
-        "SELECT id, kind, source, finished_at, ok, summary FROM runs ORDER BY id DESC LIMIT ?", [n]
-    ).fetchall()
     return [
         {"id": i, "kind": k, "source": s, "finished_at": f, "ok": ok, "error": None if ok else _error_of(summ)}
-        for i, k, s, f, ok, summ in rows
+        for i, k, s, f, ok, summ in runs.recent_runs(db, n)
     ]
 
 

@@ -50,6 +50,23 @@ BULK_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 _MIGRATION_RE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_SOURCE_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+
+# Every source lands its payloads as received in raw_<source> (STYLE rule 4). The four
+# first sources' tables come from the migrations; a source added later gets the same shape
+# on its first write (ensure_raw_table), so a new connector needs no migration.
+RAW_TABLE_DDL = (
+    "CREATE TABLE IF NOT EXISTS {table} (kind VARCHAR NOT NULL, natural_key VARCHAR NOT NULL, "
+    "fetched_at TIMESTAMPTZ NOT NULL, payload JSON USING COMPRESSION zstd, hash VARCHAR NOT NULL, "
+    "PRIMARY KEY (kind, natural_key))"
+)
+
+
+def raw_table_name(source: str) -> str:
+    """raw_<source>, for a source name that is a plain identifier."""
+    if not isinstance(source, str) or not _SOURCE_RE.match(source):
+        raise StorageError(f"unknown source {source!r}: source names are lower-case identifiers")
+    return f"raw_{source}"
 
 
 @dataclass(frozen=True)
@@ -552,7 +569,25 @@ class Database:
             self.con.execute(f"DELETE FROM {table} WHERE {cond}", list(where.values()))
         return int(n)
 
+    def ensure_raw_table(self, source: str) -> str:
+        """The raw payload table of a source, created on first use (inside the caller's
+        transaction: a failed import leaves no empty table behind)."""
+        table = raw_table_name(source)
+        if not self._has_table(table):
+            if self.read_only:
+                raise ReadOnlyViolation(f"cannot create {table}: database opened read-only")
+            self.con.execute(RAW_TABLE_DDL.format(table=table))
+            self._columns.pop(table, None)
+        return table
+
     # -- sync state (STYLE rule 3) -------------------------------------------------------
+    def cursors(self, source: str) -> dict[str, str | None]:
+        """stream -> cursor of every stream of a source."""
+        rows = self.con.execute(
+            "SELECT stream, cursor FROM sync_state WHERE source = ?", [source]
+        ).fetchall()
+        return {stream: cursor for stream, cursor in rows}
+
     def get_cursor(self, source: str, stream: str) -> str | None:
         row = self.con.execute(
             "SELECT cursor FROM sync_state WHERE source = ? AND stream = ?", [source, stream]

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute in _days)
 
 from common.errors import StorageError
-from common.records import SOURCES, Deletion, RawRecord, RecordBatch, field_names
-from storage.db import BULK_KEYS, Database, UpsertResult
+from common.records import Deletion, RawRecord, RecordBatch, field_names
+from storage.db import BULK_KEYS, Database, UpsertResult, raw_table_name
 
 
 @dataclass
@@ -71,9 +71,7 @@ class WriteSummary:
 
 
 def raw_table(source: str) -> str:
-    if source not in SOURCES:
-        raise StorageError(f"unknown source {source!r}")
-    return f"raw_{source}"
+    return raw_table_name(source)
 
 
 def payload_hash(payload: str) -> str:
@@ -149,7 +147,7 @@ class RecordWriter:
                     idx = [i for i, s in enumerate(cols["source"]) if s == src]
                     sub = {k: [v[i] for i in idx] for k, v in cols.items() if k != "source"}
                 sub["hash"] = list(map(payload_hash, sub["payload"]))
-                self._upsert(raw_table(src), sub)
+                self._upsert(self.db.ensure_raw_table(src), sub)
             return
         self._upsert(rtype.table, cols)
         if "local_day" in cols:

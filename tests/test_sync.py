@@ -17,8 +17,9 @@ import pytest
 from connectors.http import RetryPolicy
 from connectors.oauth import FileTokenStore
 from rhythm import sync as sync_mod
+from rhythm.jobs import sync
 from rhythm.settings import load_settings
-from rhythm.sync import auth_whoop, sync
+from rhythm.sync import auth_whoop
 from storage import open_db
 from tests.connectors.google_server import GoogleServer, all_day, timed
 from tests.connectors.whoop_server import WhoopServer, make_days, score_pending

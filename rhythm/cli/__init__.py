@@ -12,9 +12,35 @@ from common.errors import RhythmError
 from rhythm.cli._common import err_console
 from rhythm.cli.main import app
 
+# Global options (the root callback's): accepted anywhere on the line, as README shows
+# (`rhythm sql --db other.duckdb "..."`); moved in front of the subcommand before parsing.
+GLOBAL_VALUE_OPTIONS = ("--db", "--home")
+GLOBAL_FLAGS = ("--debug",)
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            rest.extend(args[i:])
+            break
+        if a in GLOBAL_VALUE_OPTIONS and i + 1 < len(args):
+            front += [a, args[i + 1]]
+            i += 2
+            continue
+        if a in GLOBAL_FLAGS or a.startswith(tuple(o + "=" for o in GLOBAL_VALUE_OPTIONS)):
+            front.append(a)
+        else:
+            rest.append(a)
+        i += 1
+    return front + rest
+
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
     debug = "--debug" in args or os.environ.get("RHYTHM_DEBUG", "") not in ("", "0")
     try:
         # Typer/click handle usage errors, --help and exit codes themselves (SystemExit).
@@ -40,6 +66,16 @@ def main(argv: list[str] | None = None) -> int:
             raise
         where = f" {e.filename}" if getattr(e, "filename", None) else ""
         err_console.print(f"[red]error:[/red]{escape(where)}: {escape(str(e.strerror or e))}", highlight=False, soft_wrap=True)
+        return 1
+    except Exception as e:  # the last resort: a bug still gets one line (--debug: the traceback)
+        if debug:
+            raise
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        err_console.print(
+            f"[red]error:[/red] unexpected {escape(type(e).__name__)}{': ' + escape(first[:300]) if first else ''} "
+            "(a bug in Rhythm: run again with --debug for the traceback and report it)",
+            highlight=False, soft_wrap=True,
+        )
         return 1
     return 0
 

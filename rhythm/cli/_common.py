@@ -30,6 +30,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from rhythm.settings import Settings, load_settings
 
@@ -72,13 +73,48 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(jsonable(obj), indent=2, ensure_ascii=False) + "\n")
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0))}
+
+
+def plain(value: Any) -> str:
+    """A value as terminal-safe text: control characters (ESC, OSC, BEL, C1...) shown as
+    \\xNN instead of being sent to the terminal. Use with Text(), never as markup."""
+    return ("" if value is None else str(jsonable(value))).translate(_CONTROL)
+
+
+def cell(value: Any) -> Text:
+    """A table cell from data: never parsed as rich markup (imported text is untrusted)."""
+    return Text(plain(value))
+
+
 def rows_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> Table:
-    table = Table(title=title, show_lines=False)
+    table = Table(title=Text(plain(title)) if title else None, show_lines=False)
     for c in columns:
-        table.add_column(str(c), overflow="fold")
+        table.add_column(cell(c), overflow="fold")
     for r in rows:
-        table.add_row(*("" if v is None else str(jsonable(v)) for v in r))
+        table.add_row(*(cell(v) for v in r))
     return table
+
+
+def natural_width(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+    """The width a table would need to show every value on one line (borders included)."""
+    widths = [len(plain(c)) for c in columns]
+    for r in rows:
+        for i, v in enumerate(r):
+            widths[i] = max(widths[i], max((len(x) for x in plain(v).splitlines()), default=0))
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def rows_vertical(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Text:
+    """One block per row, one `column: value` line per column (psql's \\x), for wide results."""
+    pad = max((len(plain(c)) for c in columns), default=0)
+    out = Text()
+    for i, r in enumerate(rows):
+        out.append(f"-[ row {i + 1} ]" + "-" * max(0, pad - 6) + "\n", style="dim")
+        for c, v in zip(columns, r, strict=True):
+            out.append(plain(c).ljust(pad), style="bold")
+            out.append(" | " + plain(v) + "\n")
+    return out
 
 
 def rows_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
             target = date.fromisoformat(day) if day else None
         except ValueError:
             raise typer.BadParameter(f"{day!r} is not a date (YYYY-MM-DD)", param_hint="--date") from None
-        from rhythm.recommend import recommend  # the agent and the simulator: loaded to plan
+        from rhythm.jobs import recommend  # the agent and the simulator: loaded to plan
 
         plan = recommend(get_settings(ctx), target)
         if json_out:
@@ -61,9 +61,9 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print the stored answer as JSON."),
     ) -> None:
         """Record your answer (accept/ignore) to a recommendation; the next plan uses it."""
-        from rhythm.recommend import record_feedback
+        from rhythm.jobs import feedback
 
-        result = record_feedback(get_settings(ctx), recommendation_id, response.strip().lower())
+        result = feedback(get_settings(ctx), recommendation_id, response.strip().lower())
         if json_out:
             print_json(result)
         else:

@@ -48,8 +48,8 @@ def register(app: typer.Typer) -> None:
             if json_out:
                 print_json([r.to_dict() for r in results])
             else:
-                rows = [(r.job, "skipped" if r.skipped else "ok" if r.ok else "failed", f"{r.seconds:.1f}s",
-                         _short(r.error, 90) if (r.error and not r.ok) or r.skipped else "") for r in results]
+                rows = [(r.job, "ok" if r.ok else "failed", f"{r.seconds:.1f}s",
+                         _short(r.error, 90) if r.error and not r.ok else "") for r in results]
                 console.print(rows_table(["job", "status", "took", "note"], rows, title="one cycle"))
             failed = [r for r in results if not r.ok]
             for r in failed:

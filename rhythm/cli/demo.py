@@ -4,44 +4,12 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.markup import escape
 
-from rhythm.cli._common import console, get_settings, print_json, rows_table
-
-
-def belief_text(belief: Any, sd: Any) -> str:
-    if not belief:
-        return ""
-    sd = list(sd or [])
-    from rhythm.report import BELIEFS
-
-    parts = []
-    for i, m in enumerate(belief):
-        name = BELIEFS[i] if i < len(BELIEFS) else f"b{i}"
-        s = sd[i] if i < len(sd) and sd[i] is not None else None
-        parts.append(f"{name} {m:.2f}" + (f" ± {s:.2f}" if s is not None else ""))
-    return ", ".join(parts)
-
-
-def render_plan(plan: dict[str, Any], plan_obj: Any = None) -> None:
-    """The plan as `rhythm recommend` shows it; a plain table if that renderer is absent."""
-    try:
-        from rhythm.cli.agent import render_plan as recommend_render
-        from rhythm.recommend import Plan
-    except ImportError:
-        recommend_render = None
-    if recommend_render is not None and isinstance(plan_obj, Plan):
-        recommend_render(plan_obj)
-        return
-    rows = [(s["slot"], s["action"], belief_text(s["belief"], s["belief_sd"]), s["rationale"], s["model"])
-            for s in plan["slots"]]
-    console.print(rows_table(["slot", "do", "belief", "why", "model"], rows, title=f"plan for {plan['day']}"))
-    if plan["slots"]:
-        last = plan["slots"][-1]
-        console.print(f"belief about you: {belief_text(last['belief'], last['belief_sd']) or 'none yet'}", highlight=False)
+from rhythm.cli._common import console, get_settings, print_json
+from rhythm.cli.agent import render_plan
 
 
 def register(app: typer.Typer) -> None:
@@ -70,10 +38,7 @@ def register(app: typer.Typer) -> None:
                 "notes": r.notes, "report": r.report.path if r.report else None, "tables": r.tables,
             })
             return
-        if r.plan is not None:
-            render_plan(r.plan, r.plan_obj)
-        else:
-            console.print(f"no plan: {'; '.join(r.notes)}", highlight=False)
+        render_plan(r.plan_obj)
         if r.report is not None:
             filled = sum(r.report.sections.values())
             console.print(f"report {r.report.path} ({filled}/{len(r.report.sections)} sections with data, "

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import typer
 
-from rhythm.cli._common import State, console, get_settings, print_json, rows_csv, rows_table
+from rhythm.cli._common import (
+    State,
+    console,
+    get_settings,
+    natural_width,
+    print_json,
+    rows_csv,
+    rows_table,
+    rows_vertical,
+)
 from rhythm.settings import init_home, load_settings, with_db
 from storage import open_db
 
@@ -79,6 +88,9 @@ def sql_cmd(
     query: str = typer.Argument(..., help="SQL to run (read-only: SELECT, WITH, DESCRIBE, SHOW, EXPLAIN)."),
     csv_out: bool = typer.Option(False, "--csv", help="Print CSV."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (a list of objects)."),
+    vertical: bool = typer.Option(
+        False, "--vertical", "-x", help="One block per row, one line per column (automatic when a table is too wide)."
+    ),
 ) -> None:
     """Run read-only SQL on your database; tables: samples, events, meters, ..."""
     s = get_settings(ctx)
@@ -89,8 +101,15 @@ def sql_cmd(
     elif csv_out:
         typer.echo(rows_csv(columns, rows), nl=False)
     else:
-        console.print(rows_table(columns, rows))
-        console.print(f"[dim]{len(rows)} row{'s' if len(rows) != 1 else ''}[/dim]")
+        wide = natural_width(columns, rows) > console.width
+        if vertical or (wide and rows):
+            console.print(rows_vertical(columns, rows), end="")
+        else:
+            console.print(rows_table(columns, rows))
+        note = f"{len(rows)} row{'s' if len(rows) != 1 else ''}"
+        if wide and not vertical and rows:
+            note += f" (shown one per block: {len(columns)} columns are wider than the terminal; --csv or --json for files)"
+        console.print(note, style="dim", highlight=False)
 
 
 @app.command("export")
@@ -130,35 +149,19 @@ def db_info_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json
     console.print(f"views     {', '.join(info['views'])}")
 
 
-def _mount_optional() -> None:
-    """Commands that live in their own modules (each owned by its feature).
+def _mount() -> None:
+    """Commands that live in their own modules (each owned by its feature): a module exposes
+    `register(app)` (top-level commands) or a Typer `app` mounted under its name. A module
+    that fails to import fails the CLI loudly (never a silently missing command)."""
+    from rhythm.cli import agent, auth, config, daemon, demo, imports, mapping, sim, sync, train
 
-    A module either exposes `register(app)` (for top-level commands) or a Typer `app`
-    mounted under its name.
-    """
-    import importlib
-
-    for module, name in (
-        ("rhythm.cli.imports", "import"),
-        ("rhythm.cli.auth", "auth"),
-        ("rhythm.cli.sync", "sync"),
-        ("rhythm.cli.mapping", "map"),
-        ("rhythm.cli.sim", "sim"),
-        ("rhythm.cli.agent", "recommend"),
-        ("rhythm.cli.train", "train"),
-        ("rhythm.cli.daemon", "daemon"),
-        ("rhythm.cli.demo", "demo"),
-    ):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name == module:
-                continue
-            raise
-        if hasattr(mod, "register"):
-            mod.register(app)
-        else:
-            app.add_typer(mod.app, name=name)
+    app.add_typer(imports.app, name="import")
+    app.add_typer(auth.app, name="auth")
+    app.add_typer(sim.app, name="sim")
+    app.add_typer(train.app, name="train")
+    app.add_typer(config.app, name="config")
+    for mod in (sync, mapping, agent, daemon, demo):
+        mod.register(app)
 
 
-_mount_optional()
+_mount()

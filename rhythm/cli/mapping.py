@@ -10,9 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from common.errors import ConfigError
+from common.records import METERS
 from rhythm.cli._common import console, get_settings, print_json, rows_table
-
-METERS = ("vitality", "cognition", "progress", "serenity", "connection")
 
 
 def _day(value: str | None, flag: str) -> date | None:
@@ -36,10 +35,10 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     ) -> None:
         """Rebuild meters and slot actions from stored data (no network)."""
-        from rhythm.daemon import map_step
+        from rhythm.jobs import map_data
 
         settings = get_settings(ctx)
-        summary = map_step(settings, _day(since, "--since"))
+        summary = map_data(settings, _day(since, "--since"))
         if json_out:
             print_json(summary)
             return
@@ -63,9 +62,10 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print the rows, evidence included, as JSON."),
     ) -> None:
         """Show the meters per slot with the action and the evidence behind them; optionally plot them."""
-        from mapping.explain import history_rows, meter_rows, signal_lines
+        from mapping.explain import signal_lines
         from mapping.plot import plot_meters
         from storage import open_db
+        from storage.derived import history_rows, meter_rows
 
         settings = get_settings(ctx)
         end = _day(day, "--day")

@@ -1,23 +1,23 @@
-"""`rhythm sync [whoop] [google] [garmin]`: incremental API syncs from stored cursors."""
+"""`rhythm sync [SOURCE ...]`: incremental API syncs from stored cursors (rhythm.jobs.sync)."""
 
 from __future__ import annotations
 
 import typer
 from rich.markup import escape
 
+from connectors.registry import api_syncs
 from rhythm.cli._common import console, err_console, get_settings, print_json, rows_table
-from rhythm.settings import SYNC_SOURCES
 
 
 def register(app: typer.Typer) -> None:
     @app.command("sync")
     def sync_cmd(
         ctx: typer.Context,
-        sources: list[str] = typer.Argument(None, help=f"Sources to sync ({', '.join(SYNC_SOURCES)}); default: every authorised one."),
+        sources: list[str] = typer.Argument(None, help=f"Sources to sync ({', '.join(api_syncs())}); default: every authorised one."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ) -> None:
-        """Fetch what changed since the last sync (WHOOP, Google Calendar, Garmin Connect)."""
-        from rhythm.sync import sync  # httpx and the OAuth clients: loaded only to sync
+        """Fetch what changed since the last sync (WHOOP, Google Calendar, Garmin Connect, ...)."""
+        from rhythm.jobs import sync
 
         settings = get_settings(ctx)
         with err_console.status("syncing ...") as status:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 from datetime import date, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 from common.records import Event, Sample, SleepSession, Workout
 from storage import open_db
 from storage.writer import write_records
 
 TZ = timezone(timedelta(hours=1))
+ZONE = ZoneInfo("Europe/Amsterdam")  # the people's zone (UTC+01:00 in their winter weeks)
 OFF = 60
 START = date(2024, 1, 1)  # a Monday
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from common.records import Event, Sample
-from mapping.build import bundle_for
 from mapping.features import day_signals, slot_signals, union_min
 from mapping.rules import default_rules
-from tests.mapping.people import OFF, START, at, calendar_records, make_db, watch_records
+from rhythm.derive import bundle_for, rebuild
+from tests.mapping.people import OFF, START, ZONE, at, calendar_records, make_db, watch_records
 
 MODEL = default_rules().model
 
@@ -28,7 +28,7 @@ def test_samples_land_in_their_local_slot_and_unmeasured_stress_is_dropped(tmp_p
         Sample("garmin", "steps", at(d, 25.0), at(d, 25.1), 50, "count", d + timedelta(days=1), tz_offset_min=OFF),
     ]
     db = make_db(tmp_path / "s.duckdb", recs)
-    b = bundle_for(db, d, d)
+    b = bundle_for(db, d, d, ZONE)
     morning = slot_signals(b, d, 0, {}, MODEL)
     afternoon = slot_signals(b, d, 1, {}, MODEL)
     night = slot_signals(b, d, 3, {}, MODEL)
@@ -41,7 +41,7 @@ def test_samples_land_in_their_local_slot_and_unmeasured_stress_is_dropped(tmp_p
 
 def test_watch_day_signals(tmp_path):
     db = make_db(tmp_path / "w.duckdb", watch_records(days=10))
-    b = bundle_for(db, START, START + timedelta(days=9))
+    b = bundle_for(db, START, START + timedelta(days=9), ZONE)
     sig = day_signals(b, START + timedelta(days=5), MODEL)
     assert {"sleep_min", "sleep_efficiency_pct", "deep_rem_share", "hrv_rmssd_ms", "resting_hr_bpm",
             "recovery_pct", "hrv_7d_ms"} <= set(sig)
@@ -52,7 +52,7 @@ def test_watch_day_signals(tmp_path):
 
 def test_calendar_signals_and_event_time_zones(tmp_path):
     db = make_db(tmp_path / "c.duckdb", calendar_records(days=14))
-    b = bundle_for(db, START, START + timedelta(days=13))
+    b = bundle_for(db, START, START + timedelta(days=13), ZONE)
     labels = {e.key: {"Daily standup": "ADMIN_WORK", "Focus time": "DEEP_WORK"}.get(e.title) for e in b.events}
     wed = START + timedelta(days=9)
     s = slot_signals(b, wed, 0, labels, MODEL)
@@ -69,9 +69,7 @@ def test_an_event_without_a_duration_counts_for_the_slot_action(tmp_path):
     e = Event("calendar", "c", "k1", at(d, 21.5), at(d, 21.5), False, d, title="Karaoke",
               timezone="Europe/Berlin")
     db = make_db(tmp_path / "p.duckdb", [e])
-    from mapping.build import rebuild
-
-    rebuild(db, today=d)
+    rebuild(db, tz=ZONE, today=d)
     _, rows = db.query("SELECT action FROM slot_actions WHERE local_day = ? AND slot = 'evening'", [d])
     assert rows == [("SOCIALIZE",)]
     db.close()

@@ -7,19 +7,17 @@ from datetime import date, timedelta
 import numpy as np
 import pytest
 
-from mapping.build import rebuild
 from mapping.observations import (
     NO_ACTION,
     SlotState,
-    observation_records,
-    observation_stream,
     observations_from_states,
     to_jsonable,
 )
+from rhythm.derive import observation_records, observation_stream, rebuild
 from simulator import spec
 from simulator.dynamics import neutral_delta, reward
 from simulator.env import RhythmEnv, observation_space
-from tests.mapping.people import START, calendar_records, make_db, watch_records
+from tests.mapping.people import START, ZONE, calendar_records, make_db, watch_records
 
 WEEK = (START + timedelta(days=35), START + timedelta(days=41))  # Monday .. Sunday
 
@@ -27,7 +25,7 @@ WEEK = (START + timedelta(days=35), START + timedelta(days=41))  # Monday .. Sun
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
     db = make_db(tmp_path_factory.mktemp("o") / "o.duckdb", [*watch_records(), *calendar_records()])
-    rebuild(db, today=date(2024, 3, 1))
+    rebuild(db, tz=ZONE, today=date(2024, 3, 1))
     yield db
     db.close()
 
@@ -35,7 +33,7 @@ def db(tmp_path_factory):
 def test_keys_and_shapes_match_the_env(db):
     env = RhythmEnv()
     sim_obs, _ = env.reset(seed=0)
-    stream = observation_stream(db, *WEEK)
+    stream = observation_stream(db, *WEEK, tz=ZONE)
     assert len(stream) == 28
     space = observation_space()
     for obs in stream:
@@ -49,7 +47,7 @@ def test_keys_and_shapes_match_the_env(db):
 
 
 def test_each_observation_shows_the_slot_before_it(db):
-    recs = observation_records(db, *WEEK)
+    recs = observation_records(db, *WEEK, tz=ZONE)
     _, rows = db.query(
         "SELECT local_day, slot, vitality, cognition, progress, serenity, connection FROM meters "
         "WHERE local_day = ? AND slot = 'morning'", [WEEK[0] + timedelta(days=2)])
@@ -64,7 +62,7 @@ def test_each_observation_shows_the_slot_before_it(db):
 
 
 def test_anomalies_are_deltas_minus_the_neutral_profile(db):
-    recs = observation_records(db, *WEEK)
+    recs = observation_records(db, *WEEK, tz=ZONE)
     checked = 0
     for i in range(2, len(recs)):
         obs, _ = recs[i]
@@ -85,7 +83,7 @@ def test_anomalies_are_deltas_minus_the_neutral_profile(db):
 
 
 def test_history_is_the_last_seven_steps_oldest_first(db):
-    stream = observation_stream(db, *WEEK)
+    stream = observation_stream(db, *WEEK, tz=ZONE)
     for i in range(8, len(stream)):
         obs = stream[i]
         expect = [stream[j]["last_action"] for j in range(i - 6, i + 1)]
@@ -111,7 +109,7 @@ def test_missing_meters_are_filled_and_flagged():
 
 def test_stream_computes_on_the_fly_when_nothing_is_stored(tmp_path):
     db = make_db(tmp_path / "x.duckdb", watch_records(days=14))
-    stream = observation_stream(db, START + timedelta(days=7), START + timedelta(days=13))
+    stream = observation_stream(db, START + timedelta(days=7), START + timedelta(days=13), tz=ZONE)
     assert len(stream) == 28 and observation_space().contains(stream[5])
     _, rows = db.query("SELECT count(*) FROM meters")
     assert rows[0][0] == 0  # read-only: nothing was written
@@ -123,6 +121,6 @@ def test_the_agent_belief_update_accepts_real_observations(db):
     from agent.belief import BeliefState
 
     belief = BeliefState(noise_sd=0.05)
-    belief.update_many(observation_stream(db, *WEEK))
+    belief.update_many(observation_stream(db, *WEEK, tz=ZONE))
     b = np.asarray(belief.belief())
     assert b.shape == (3,) and np.all((b >= 0) & (b <= 1))

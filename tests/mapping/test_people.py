@@ -8,8 +8,8 @@ from datetime import date, timedelta
 
 import pytest
 
-from mapping.build import rebuild
-from tests.mapping.people import START, calendar_records, make_db, watch_records
+from rhythm.derive import rebuild
+from tests.mapping.people import START, ZONE, calendar_records, make_db, watch_records
 
 TODAY = date(2024, 3, 1)
 GAP = START + timedelta(days=30)
@@ -30,7 +30,7 @@ def actions(db, day):
 @pytest.fixture(scope="module")
 def watch_db(tmp_path_factory):
     db = make_db(tmp_path_factory.mktemp("w") / "w.duckdb", watch_records(skip=frozenset({GAP})))
-    summary = rebuild(db, today=TODAY)
+    summary = rebuild(db, tz=ZONE, today=TODAY)
     yield db, summary
     db.close()
 
@@ -39,7 +39,7 @@ def watch_db(tmp_path_factory):
 def calendar_db(tmp_path_factory):
     pause = (START + timedelta(days=14), START + timedelta(days=34))
     db = make_db(tmp_path_factory.mktemp("c") / "c.duckdb", calendar_records(pause=pause))
-    yield db, rebuild(db, today=TODAY)
+    yield db, rebuild(db, tz=ZONE, today=TODAY)
     db.close()
 
 
@@ -120,7 +120,7 @@ def test_more_meetings_than_usual_lower_serenity_and_cognition(tmp_path):
 
     recs += [ev(9, day, 12.0, 13.5, "Budget review", 5), ev(10, day, 15, 17.5, "Vendor negotiation", 4)]
     db = make_db(tmp_path / "m.duckdb", recs)
-    rebuild(db, today=TODAY)
+    rebuild(db, tz=ZONE, today=TODAY)
     busy, usual = meters(db, day)["afternoon"], meters(db, day - timedelta(days=7))["afternoon"]
     assert busy["serenity"] < usual["serenity"] and busy["cognition"] < usual["cognition"]
     db.close()
@@ -128,13 +128,13 @@ def test_more_meetings_than_usual_lower_serenity_and_cognition(tmp_path):
 
 def test_rebuild_is_idempotent_and_since_only_touches_later_days(watch_db, tmp_path):
     db = make_db(tmp_path / "i.duckdb", watch_records(days=20))
-    rebuild(db, today=TODAY)
+    rebuild(db, tz=ZONE, today=TODAY)
     _, before = db.query("SELECT local_day, slot, vitality FROM meters ORDER BY 1, 2")
-    rebuild(db, today=TODAY)
+    rebuild(db, tz=ZONE, today=TODAY)
     _, again = db.query("SELECT local_day, slot, vitality FROM meters ORDER BY 1, 2")
     assert before == again and len(before) == 20 * 4
     since = START + timedelta(days=15)
-    s = rebuild(db, since, today=TODAY)
+    s = rebuild(db, since, tz=ZONE, today=TODAY)
     assert s["first_day"] == since.isoformat()
     _, after = db.query("SELECT local_day, slot, vitality FROM meters ORDER BY 1, 2")
     assert after == before
@@ -143,16 +143,16 @@ def test_rebuild_is_idempotent_and_since_only_touches_later_days(watch_db, tmp_p
 
 def test_a_failed_rebuild_leaves_the_tables_as_they_were(tmp_path, monkeypatch):
     db = make_db(tmp_path / "f.duckdb", watch_records(days=10))
-    rebuild(db, today=TODAY)
+    rebuild(db, tz=ZONE, today=TODAY)
     _, before = db.query("SELECT * FROM meters ORDER BY 1, 2")
-    import mapping.build as build
+    import storage.derived as derived
 
     def boom(*a, **k):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(build, "_table", boom)
+    monkeypatch.setattr(derived, "_table", boom)
     with pytest.raises(RuntimeError):
-        rebuild(db, today=TODAY)
+        rebuild(db, tz=ZONE, today=TODAY)
     _, after = db.query("SELECT * FROM meters ORDER BY 1, 2")
     assert after == before
     db.close()
@@ -160,6 +160,6 @@ def test_a_failed_rebuild_leaves_the_tables_as_they_were(tmp_path, monkeypatch):
 
 def test_empty_database_maps_to_nothing(tmp_path):
     db = make_db(tmp_path / "e.duckdb", [])
-    s = rebuild(db, today=TODAY)
+    s = rebuild(db, tz=ZONE, today=TODAY)
     assert s["slots"] == 0 and s["first_day"] is None
     db.close()

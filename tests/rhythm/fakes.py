@@ -1,20 +1,12 @@
-"""Stand-ins for the map and recommend stages, and a filler for the derived tables.
-
-The daemon and demo tests use the real `mapping.build` and `rhythm.recommend` when they are
-installed, and these stand-ins (same signatures, same tables written) while they are not.
-"""
+"""A filler for the derived tables (meters, slot actions, recommendations, feedback)."""
 
 from __future__ import annotations
 
 import json
 import math
-import sys
-import types
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
-from rhythm.report import ACTIONS, METERS, SLOTS
-from storage import open_db
+from common.records import ACTIONS, METERS, SLOTS
 
 
 def fill_derived(con, today: date, days: int, *, with_feedback: bool = True) -> None:
@@ -49,68 +41,3 @@ def fill_derived(con, today: date, days: int, *, with_feedback: bool = True) -> 
             if with_feedback and d < today and (i + k) % 3 != 2:
                 con.execute('INSERT INTO feedback (recommendation_id, response, "at") VALUES (?, ?, ?)',
                             [rid, "accept" if (i + k) % 2 else "ignore", created + timedelta(hours=1)])
-
-
-# -- the stages ------------------------------------------------------------------------------
-def fake_rebuild(db, since=None):
-    days = [r[0] for r in db.con.execute(
-        "SELECT DISTINCT local_day FROM (SELECT local_day FROM samples UNION SELECT local_day FROM events "
-        "UNION SELECT local_day FROM sleep_sessions) ORDER BY 1").fetchall()]
-    db.con.execute("DELETE FROM meters")
-    db.con.execute("DELETE FROM slot_actions")
-    for d in days:
-        for slot in SLOTS:
-            db.con.execute(
-                f"INSERT INTO meters (local_day, slot, {', '.join(METERS)}, confidence, evidence, computed_at) "
-                "VALUES (?, ?, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, '{}', ?)", [d, slot, datetime.now(UTC)])
-            db.con.execute("INSERT INTO slot_actions VALUES (?, ?, 'DEEP_WORK', 0.6, '{}', ?)", [d, slot, datetime.now(UTC)])
-    return {"days": len(days)}
-
-
-@dataclass
-class FakeSlotPlan:
-    slot: str
-    action: str
-    rationale: str
-    belief: tuple[float, float, float]
-    belief_sd: tuple[float, float, float]
-    model: str = "fake"
-
-
-@dataclass
-class FakePlan:
-    day: date
-    slots: list[FakeSlotPlan] = field(default_factory=list)
-
-
-def fake_recommend(settings, day):
-    plan = FakePlan(day, [
-        FakeSlotPlan("afternoon", "ADMIN_WORK", "meetings all afternoon", (0.4, 0.8, 0.6), (0.1, 0.05, 0.1)),
-        FakeSlotPlan("evening", "FAMILY_TIME", "Sunday dinner habit", (0.4, 0.8, 0.6), (0.1, 0.05, 0.1)),
-    ])
-    with open_db(settings.database) as db:
-        for s in plan.slots:
-            db.con.execute(
-                "INSERT INTO recommendations (created_at, local_day, slot, action, belief_social, belief_morning, "
-                "belief_work, belief_sd_social, belief_sd_morning, belief_sd_work, rationale, model) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [datetime.now(UTC), day, s.slot, s.action, *s.belief, *s.belief_sd, s.rationale, s.model])
-    return plan
-
-
-def install_missing_stages(monkeypatch) -> dict[str, bool]:
-    """Put the stand-ins in place of stages not installed yet; returns which are fakes."""
-    import importlib
-
-    fakes = {}
-    for name, attr, fn in (("mapping.build", "rebuild", fake_rebuild), ("rhythm.recommend", "recommend", fake_recommend)):
-        try:
-            mod = importlib.import_module(name)
-            fakes[name] = not hasattr(mod, attr)
-        except ModuleNotFoundError:
-            fakes[name] = True
-        if fakes[name]:
-            mod = types.ModuleType(name)
-            setattr(mod, attr, fn)
-            monkeypatch.setitem(sys.modules, name, mod)
-    return fakes

@@ -21,12 +21,11 @@ from common.errors import ConfigError
 from connectors.http import RetryPolicy
 from rhythm import daemon, lock
 from rhythm import sync as sync_mod
-from rhythm.settings import load_settings
+from rhythm.settings import load_settings, local_today
 from storage import open_db
 from tests.connectors.google_server import GoogleServer, timed
 from tests.connectors.whoop_server import WhoopServer, make_days
 from tests.loopback import Loopback, Reply
-from tests.rhythm.fakes import install_missing_stages
 from tests.test_sync import FIRST_NIGHT, PRIMARY, seed_google, seed_whoop
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,7 +57,6 @@ def env(rhythm_home, servers, monkeypatch):
     }
     for k, v in values.items():
         monkeypatch.setenv(k, v)
-    install_missing_stages(monkeypatch)
     settings = load_settings()
     ws.data = make_days(10, FIRST_NIGHT)
     gs.put(PRIMARY, timed("g1", "2026-03-05T09:00:00-08:00", "2026-03-05T10:00:00-08:00", summary="Sprint review"))
@@ -74,7 +72,7 @@ def q(settings, sql: str, params=None) -> list[tuple]:
 
 
 def status_of(results) -> dict[str, str]:
-    return {r.job: "skipped" if r.skipped else "ok" if r.ok else "failed" for r in results}
+    return {r.job: "ok" if r.ok else "failed" for r in results}
 
 
 # -- one full cycle ----------------------------------------------------------------------------
@@ -89,7 +87,7 @@ def test_full_cycle_syncs_maps_and_recommends(env):
     assert q(settings, "SELECT count(*) > 0 FROM slot_actions") == [(True,)]
     assert q(settings, "SELECT count(*) > 0 FROM recommendations WHERE local_day = ?", [LAST_DAY]) == [(True,)]
     assert q(settings, "SELECT kind, source, ok FROM runs ORDER BY id") == [
-        ("sync", "whoop", True), ("sync", "google", True), ("map", None, True)]
+        ("sync", "whoop", True), ("sync", "google", True), ("map", None, True), ("recommend", None, True)]
     plan = results[-1]
     assert plan.plan is not None and plan.detail["slots"] and all(s["action"] for s in plan.detail["slots"])
     assert all(len(s["belief"]) == 3 for s in plan.detail["slots"])
@@ -109,7 +107,7 @@ def test_a_failing_source_does_not_stop_the_others(env, servers, run_cli):
     assert code == 1
     results = {r["job"]: r for r in json.loads(out)}
     assert results["sync:whoop"]["ok"] is False and "HTTP 500" in results["sync:whoop"]["error"]
-    assert all(results[j]["ok"] and not results[j]["skipped"] for j in ("sync:google", "map", "recommend"))
+    assert all(results[j]["ok"] for j in ("sync:google", "map", "recommend"))
     assert "sync:whoop" in err and tok["access_token"] not in out + err
     # the error is recorded where `rhythm status` reads it, and the cursor did not move
     assert q(settings, "SELECT DISTINCT last_error LIKE '%HTTP 500%' FROM sync_state WHERE source = 'whoop'") == [(True,)]
@@ -136,15 +134,6 @@ def test_a_crashing_stage_is_contained_and_recorded(env, monkeypatch):
     assert results[0].error == "RuntimeError: connector bug"
     assert q(settings, "SELECT kind, source, ok, summary->>'error' FROM runs WHERE NOT ok") == [
         ("sync", "whoop", False, "RuntimeError: connector bug")]
-
-
-def test_missing_stages_are_skipped_not_failed(rhythm_home, monkeypatch):
-    monkeypatch.setitem(sys.modules, "mapping.build", None)
-    monkeypatch.setitem(sys.modules, "rhythm.recommend", None)
-    settings = load_settings()
-    results = daemon.run_cycle(settings, sources=[])
-    assert status_of(results) == {"map": "skipped", "recommend": "skipped"}
-    assert all(r.ok for r in results)
 
 
 # -- the schedule ------------------------------------------------------------------------------
@@ -254,5 +243,5 @@ def test_sigterm_stops_the_daemon_cleanly_and_the_lock_keeps_other_writers_out(r
 
 def test_local_today_uses_the_configured_zone(rhythm_home):
     late = datetime(2026, 3, 10, 23, 30, tzinfo=UTC)
-    assert daemon.local_today(load_settings(timezone="Europe/Amsterdam"), late) == date(2026, 3, 11)
-    assert daemon.local_today(load_settings(timezone="America/Los_Angeles"), late) == date(2026, 3, 10)
+    assert local_today(load_settings(timezone="Europe/Amsterdam"), late) == date(2026, 3, 11)
+    assert local_today(load_settings(timezone="America/Los_Angeles"), late) == date(2026, 3, 10)

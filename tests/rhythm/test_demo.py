@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 
 from rhythm.data import make_sample
 from rhythm.demo import SAMPLE_DIR, SAMPLE_FILES
-from tests.rhythm.fakes import install_missing_stages
 
 
 def test_sample_files_are_what_the_script_makes_and_small():
@@ -22,7 +20,6 @@ def test_sample_files_are_what_the_script_makes_and_small():
 
 @pytest.mark.slow
 def test_demo_prints_a_plan_and_writes_the_report(rhythm_home, tmp_path, run_cli, monkeypatch):
-    install_missing_stages(monkeypatch)
     monkeypatch.setenv("RHYTHM_AGENT_BACKEND", "bayes")
     home = tmp_path / "demo"
     code, out, err = run_cli("demo", "--demo-home", home)
@@ -38,11 +35,3 @@ def test_demo_prints_a_plan_and_writes_the_report(rhythm_home, tmp_path, run_cli
     assert (home / "rhythm.duckdb").exists()
 
 
-@pytest.mark.slow
-def test_demo_without_map_and_recommend_says_so_and_still_reports(rhythm_home, tmp_path, run_cli, monkeypatch):
-    monkeypatch.setitem(sys.modules, "mapping.build", None)
-    monkeypatch.setitem(sys.modules, "rhythm.recommend", None)
-    code, out, err = run_cli("demo", "--demo-home", tmp_path / "d")
-    assert code == 0, err
-    assert "map skipped" in out and "recommend skipped" in out and "no plan" in out
-    assert (tmp_path / "d" / "report.html").exists()

@@ -8,7 +8,9 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from common.records import ACTIONS, SLOTS
-from rhythm.recommend import Plan, recommend, record_feedback
+from rhythm.jobs import feedback as record_feedback
+from rhythm.jobs import recommend
+from rhythm.recommend import Plan
 from rhythm.settings import load_settings
 from storage import open_db
 from tests.agent.gguf_fixture import (  # noqa: F401 (fixture)

@@ -16,7 +16,7 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import pytest
 
-from rhythm.pipeline import import_file
+from rhythm.jobs import import_file
 from rhythm.report import write_report
 from rhythm.settings import init_home, load_settings
 from storage import open_db

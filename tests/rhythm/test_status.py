@@ -11,7 +11,7 @@ from pathlib import Path
 from common.errors import DatabaseBusy
 from connectors.oauth import FileTokenStore
 from rhythm import daemon, status
-from rhythm.pipeline import import_file
+from rhythm.jobs import import_file
 from rhythm.settings import load_settings
 from storage import open_db
 

@@ -1,0 +1,98 @@
+"""Stored rows through mapping: the glue between storage (SQL) and mapping (pure).
+
+Storage reads (``storage.inputs``, ``storage.derived``), mapping computes
+(``mapping.build``, ``mapping.observations``), storage writes (``storage.derived``). The
+person's zone ``tz`` and ``today`` come from the caller (``rhythm.settings.user_zone``), so
+meters, slot actions, plans and reports agree on what "today" is.
+"""
+
+from __future__ import annotations
+
+from datetime import date, tzinfo
+from typing import Any
+
+from common.records import METERS
+from common.rows import SlotRow, StoredInputs
+from mapping.build import MapResult, classify_texts, mapped_range
+from mapping.build import bundle as _bundle
+from mapping.build import compute as _compute
+from mapping.features import INPUT_METRICS, DataBundle, default_offset_min, input_window
+from mapping.observations import lookback_start, observations_from_states, states_from_rows
+from mapping.rules import Rules, default_rules
+from storage import derived, inputs
+from storage.db import Database
+
+
+def stored_inputs(db: Database, start: date, end: date, tz: tzinfo, rules: Rules | None = None) -> StoredInputs:
+    """The rows mapping needs to compute days [start, end]."""
+    lo, hi = input_window(start, end, (rules or default_rules()).model)
+    return inputs.mapping_inputs(db, lo, hi, default_offset_min=default_offset_min(tz, start), **INPUT_METRICS)
+
+
+def compute(
+    db: Database,
+    start: date | None = None,
+    end: date | None = None,
+    *,
+    tz: tzinfo,
+    today: date,
+    rules: Rules | None = None,
+) -> MapResult:
+    """Meters and slot actions of [start, end] (defaults: the stored data's span, up to
+    ``today``). Reads only."""
+    days = mapped_range(inputs.data_span(db), start, end, today)
+    if days is None:
+        return MapResult(start, end)
+    lo, hi = days
+    return _compute(stored_inputs(db, lo, hi, tz, rules), lo, hi, tz=tz, rules=rules)
+
+
+def rebuild(
+    db: Database, since: date | None = None, *, tz: tzinfo, today: date, rules: Rules | None = None
+) -> dict[str, Any]:
+    """Recompute meters, slot actions and events.action for days >= ``since`` (all if None),
+    replacing what was there, in one transaction (joining the caller's). Returns a summary."""
+    result = compute(db, since, None, tz=tz, today=today, rules=rules)
+    texts = inputs.event_texts(db, since)
+    event_actions = {k: c.action for k, c in classify_texts(texts).items()}
+    labelled = derived.replace_mapped(db, since or result.start, result.meters, result.slot_actions, event_actions)
+    summary = result.summary()
+    summary["events_classified"] = labelled
+    summary["events_seen"] = len(texts)
+    return summary
+
+
+def bundle_for(db: Database, start: date, end: date, tz: tzinfo) -> DataBundle:
+    """The loaded rows behind a range, in local time (for explanations and tests)."""
+    return _bundle(stored_inputs(db, start, end, tz), start, tz)
+
+
+def computed_slot_rows(db: Database, start: date, end: date, *, tz: tzinfo) -> list[SlotRow]:
+    """The slots of [start, end] computed on the fly, as stored slots look (nothing written)."""
+    res = compute(db, start, end, tz=tz, today=end)
+    acts = {(r["local_day"], r["slot"]): r for r in res.slot_actions}
+    out = []
+    for r in res.meters:
+        a = acts.get((r["local_day"], r["slot"]), {})
+        out.append(SlotRow(r["local_day"], r["slot"], tuple(r[m] for m in METERS), r["confidence"],
+                           a.get("action"), a.get("confidence", 0.0)))
+    return out
+
+
+def observation_records(
+    db: Database, start: date, end: date, *, tz: tzinfo
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(observation, info) per slot of [start, end] in the simulator's format, from the
+    stored slots (computed on the fly when the range has none stored)."""
+    if end < start:
+        return []
+    lo = lookback_start(start)
+    rows = derived.slot_rows(db, lo, end)
+    if not any(r.day >= start for r in rows):
+        rows = computed_slot_rows(db, lo, end, tz=tz)
+    return observations_from_states(states_from_rows(rows), start, end)
+
+
+def observation_stream(db: Database, start: date, end: date, *, tz: tzinfo) -> list[dict[str, Any]]:
+    """The observations only, exactly as ``RhythmEnv`` shapes them (one per slot)."""
+    return [obs for obs, _ in observation_records(db, start, end, tz=tz)]

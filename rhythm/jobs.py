@@ -1,0 +1,234 @@
+"""The app's units of work, in one place: import, sync, map, recommend, feedback.
+
+Each unit runs through the same runner (STYLE rule 16): it takes the writer lock
+(``rhythm.lock``: the daemon, or one CLI command, is the only writer), opens the database,
+runs one transaction and records the run in ``runs`` inside that transaction. A failure
+rolls everything back: the database is exactly as before and the error propagates as one
+RhythmError (the daemon notes failures afterwards with ``record_failure``). The CLI, the
+daemon and the demo call these functions and nothing else that writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from common.errors import ConfigError, RhythmError, SourceFormatError
+from connectors import registry
+from connectors.checkpoint import Checkpoint
+from connectors.http import RetryPolicy
+from rhythm.lock import writer_lock
+from rhythm.settings import Settings, local_today, user_zone
+from storage import WriteSummary, open_db, runs
+from storage.db import Database
+from storage.writer import RecordWriter
+
+Progress = Callable[[float, float | None], None]
+SyncProgress = Callable[[str, int], None]
+
+
+# -- the runner ------------------------------------------------------------------------------
+@contextmanager
+def session(settings: Settings, what: str) -> Iterator[Database]:
+    """The writer lock and the open (migrated) database, for one or more units of work."""
+    with writer_lock(settings.home, what), open_db(settings.database) as db:
+        yield db
+
+
+@dataclass
+class Run:
+    """A unit of work in progress: the database, and the summary its `runs` row will carry."""
+
+    db: Database
+    kind: str
+    source: str | None = None
+    target: str | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+@contextmanager
+def recorded(db: Database, kind: str, source: str | None = None, target: str | None = None) -> Iterator[Run]:
+    """One transaction that ends with its row in `runs` (all or nothing)."""
+    run = Run(db, kind, source, target)
+    started = datetime.now(UTC)
+    with db.transaction():
+        yield run
+        runs.record_run(db, kind, source, target, started, True, run.summary)
+
+
+@contextmanager
+def unit_of_work(
+    settings: Settings, kind: str, source: str | None = None, target: str | None = None
+) -> Iterator[Run]:
+    """Lock, open, one recorded transaction: the whole of a unit of work."""
+    what = f"rhythm {kind}" + (f" {source}" if source else "")
+    with session(settings, what) as db, recorded(db, kind, source, target) as run:
+        yield run
+
+
+def record_failure(settings: Settings, kind: str, source: str | None, target: str, error: BaseException) -> None:
+    """Best effort: note a failed run (after its transaction rolled back). The daemon uses
+    this; a failed command line leaves the database exactly as it was."""
+    try:
+        with open_db(settings.database) as db:
+            runs.record_run(db, kind, source, target, datetime.now(UTC), False, {"error": str(error)})
+    except RhythmError:
+        pass
+
+
+# -- import ----------------------------------------------------------------------------------
+def import_file(
+    settings: Settings,
+    source: str,
+    path: str | Path,
+    progress: Progress | None = None,
+    on_flush: Callable[[WriteSummary], None] | None = None,
+) -> WriteSummary:
+    """Import one export file or folder for a file source, all or nothing. Idempotent."""
+    desc = registry.file_import(source)
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise SourceFormatError(str(path), "no such file or folder")
+    reader = registry.resolve(desc.reader)
+    options = {kw: settings.get(name) for kw, name in desc.options.items()}
+    with unit_of_work(settings, "import", source, str(path)) as run:
+        writer = RecordWriter(run.db, on_flush=on_flush)
+        for record in reader(path, progress=progress, **options):
+            writer.add(record)
+        writer.flush()
+        run.summary = writer.summary.to_dict()
+    return writer.summary
+
+
+# -- sync --------------------------------------------------------------------------------------
+def sync(
+    settings: Settings,
+    sources: Iterable[str] | None = None,
+    progress: SyncProgress | None = None,
+    *,
+    policy: RetryPolicy | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Sync each API source in its own transaction; a failing one does not stop the others.
+
+    Per source: read each stream's cursor, fetch from it (minus the source's lag window),
+    upsert the records and move each cursor at its stream's Checkpoint, in the same
+    transaction as the data. A failure rolls that source back (no rows, no cursor move) and
+    is then noted in ``sync_state.last_error`` and ``runs``.
+
+    Returns {"ok": bool, "sources": {name: {"ok", "records", "tables", "streams"} or
+    {"ok": False, "error": line}}}.
+    """
+    from rhythm import sync as api  # httpx and the OAuth clients: loaded only to sync
+
+    names = list(sources) if sources else api.configured_sources(settings)
+    known = api.sync_names()
+    unknown = [s for s in names if s not in known]
+    if unknown:
+        raise ConfigError(f"unknown source {unknown[0]!r}; choose from {', '.join(known)}")
+    policy = policy or api.default_policy()
+    results: dict[str, Any] = {}
+    with session(settings, "rhythm sync") as db:
+        for name in dict.fromkeys(names):
+            started = datetime.now(UTC)
+            try:
+                results[name] = {"ok": True, **_sync_one(db, settings, name, progress, policy, now)}
+            except RhythmError as exc:
+                line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                _note_sync_failure(db, name, line, started)
+                results[name] = {"ok": False, "error": line}
+            except Exception as exc:  # an unexpected payload must not stop the other sources
+                line = f"{name}: unexpected {type(exc).__name__} while syncing: {str(exc)[:200]}"
+                _note_sync_failure(db, name, line, started)
+                results[name] = {"ok": False, "error": line}
+    return {"ok": all(r["ok"] for r in results.values()), "sources": results}
+
+
+def _sync_one(
+    db: Database,
+    settings: Settings,
+    name: str,
+    progress: SyncProgress | None,
+    policy: RetryPolicy,
+    now: datetime | None,
+) -> dict[str, Any]:
+    from rhythm import sync as api
+
+    cursors = db.cursors(name)
+    records, closer = api.open_source(settings, name, cursors, policy, now)
+    written = 0
+    moved: dict[str, str | None] = {}
+    try:
+        with recorded(db, "sync", name, "api") as run:
+            writer = RecordWriter(db)
+            for rec in records:
+                if isinstance(rec, Checkpoint):
+                    writer.flush()
+                    cursor = rec.cursor if rec.cursor is not None else cursors.get(rec.stream)
+                    db.set_cursor(name, rec.stream, cursor)
+                    moved[rec.stream] = cursor
+                    continue
+                writer.add(rec)
+                written += 1
+                if progress is not None and written % 100 == 0:
+                    progress(name, written)
+            writer.flush()
+            run.summary = {**writer.summary.to_dict(), "streams": sorted(moved)}
+    finally:
+        closer()
+    if progress is not None:
+        progress(name, written)
+    return {"records": written, "tables": run.summary["tables"], "streams": sorted(moved)}
+
+
+def _note_sync_failure(db: Database, source: str, line: str, started: datetime) -> None:
+    """After the rollback: keep every cursor, note the error (best effort)."""
+    try:
+        with db.transaction():
+            cursors = db.cursors(source)
+            streams = list(cursors) or [registry.api_sync(source).default_stream]
+            for stream in streams:
+                db.set_cursor(source, stream, cursors.get(stream), error=line)
+            runs.record_run(db, "sync", source, "api", started, False, {"error": line})
+    except RhythmError:
+        pass
+
+
+# -- map ---------------------------------------------------------------------------------------
+def map_data(settings: Settings, since: date | None = None, now: datetime | None = None) -> dict[str, Any]:
+    """Rebuild meters, slot actions and event actions from stored data (no network), for
+    days >= ``since`` (all when None) up to today in the person's zone."""
+    from rhythm.derive import rebuild  # mapping's numpy work: loaded only to map
+
+    tz = user_zone(settings)
+    with unit_of_work(settings, "map", None, since.isoformat() if since else "all") as run:
+        run.summary = rebuild(run.db, since, tz=tz, today=local_today(settings, now))
+    return run.summary
+
+
+# -- recommend and feedback --------------------------------------------------------------------
+def recommend(settings: Settings, day: date | None = None, now: datetime | None = None) -> Any:
+    """Plan the rest of ``day`` (default: today in the person's zone) and store the plan;
+    returns the Plan (rhythm.recommend)."""
+    from rhythm.recommend import make_plan  # the agent and the simulator: loaded to plan
+
+    with unit_of_work(settings, "recommend", None, day.isoformat() if day else "today") as run:
+        plan = make_plan(run.db, settings, day, now)
+        run.target = plan.day.isoformat()
+        run.summary = {"day": plan.day.isoformat(), "recommendations": [s.id for s in plan.slots],
+                       "model": plan.model}
+    return plan
+
+
+def feedback(settings: Settings, recommendation_id: int, response: str) -> dict[str, Any]:
+    """Store the person's answer to a recommendation (a later answer replaces an earlier one)."""
+    from rhythm.recommend import record_answer
+
+    with unit_of_work(settings, "feedback", None, str(recommendation_id)) as run:
+        result = record_answer(run.db, recommendation_id, response)
+        run.summary = {"id": recommendation_id, "response": response}
+    return result

@@ -1,0 +1,193 @@
+"""What mapping reads, as plain rows (common.rows): the only SQL behind the meters.
+
+Mapping never sees the connection (STYLE rules 6, 7): the app shell asks these functions
+for the rows of a range of days and hands them to mapping. Heavy per-sample tables are
+aggregated here, in DuckDB, per (day, slot).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+
+from common.rows import (
+    DayValue,
+    EventRow,
+    EventText,
+    IntervalRow,
+    SleepRow,
+    SlotAggregate,
+    StoredInputs,
+    WorkoutRow,
+)
+from common.timeutil import SLOT_BOUNDS
+from storage.db import Database
+
+
+def data_span(db: Database) -> tuple[date, date] | None:
+    """First and last local day with any stored record (events included)."""
+    row = db.con.execute(
+        "SELECT min(d), max(d) FROM ("
+        " SELECT min(local_day) AS d FROM samples UNION ALL SELECT max(local_day) FROM samples"
+        " UNION ALL SELECT min(local_day) FROM sleep_sessions UNION ALL SELECT max(local_day) FROM sleep_sessions"
+        " UNION ALL SELECT min(local_day) FROM workouts UNION ALL SELECT max(local_day) FROM workouts"
+        " UNION ALL SELECT min(local_day) FROM events WHERE status <> 'cancelled'"
+        " UNION ALL SELECT max(local_day) FROM events WHERE status <> 'cancelled')"
+    ).fetchone()
+    if row is None or row[0] is None:
+        return None
+    return row[0], row[1]
+
+
+def wearable_span(db: Database) -> tuple[date, date] | None:
+    """First and last local day of wearable data (samples, sleep, workouts; not calendars)."""
+    row = db.con.execute(
+        "SELECT min(d), max(d) FROM ("
+        " SELECT min(local_day) AS d FROM samples WHERE source <> 'calendar'"
+        " UNION ALL SELECT max(local_day) FROM samples WHERE source <> 'calendar'"
+        " UNION ALL SELECT min(local_day) FROM sleep_sessions UNION ALL SELECT max(local_day) FROM sleep_sessions"
+        " UNION ALL SELECT min(local_day) FROM workouts UNION ALL SELECT max(local_day) FROM workouts)"
+    ).fetchone()
+    if row is None or row[0] is None:
+        return None
+    return row[0], row[1]
+
+
+def _slot_case(column: str) -> str:
+    """SQL: the slot index of a local timestamp (the night's small hours included)."""
+    (m0, _), (a0, _), (e0, _), (n0, _) = SLOT_BOUNDS
+    return (
+        f"CASE WHEN hour({column}) < {m0} THEN 3 WHEN hour({column}) < {a0} THEN 0 "
+        f"WHEN hour({column}) < {e0} THEN 1 WHEN hour({column}) < {n0} THEN 2 ELSE 3 END"
+    )
+
+
+def _marks(values: Sequence[object]) -> str:
+    return ", ".join("?" for _ in values) or "NULL"
+
+
+def mapping_inputs(
+    db: Database,
+    lo: date,
+    hi: date,
+    *,
+    default_offset_min: int,
+    slot_sum_metrics: Sequence[str],
+    slot_mean_metrics: Sequence[str],
+    nonnegative_metrics: Sequence[str] = (),
+    day_metrics: Sequence[str] = (),
+    interval_metrics: Sequence[str] = (),
+) -> StoredInputs:
+    """The stored rows of local days [lo, hi] that mapping needs.
+
+    Per-slot aggregates: for each metric, (day, slot) and source, the sum and mean of the
+    values (local time from each row's own offset, else ``default_offset_min``); then the
+    largest source total and the mean of the source means. ``nonnegative_metrics`` drop
+    negative values (Garmin writes -1/-2 for "not measured").
+    """
+    metrics = [*slot_sum_metrics, *slot_mean_metrics]
+    rows = db.con.execute(
+        f"""
+        WITH s AS (
+            SELECT metric, source, source_name, value,
+                (start_ts AT TIME ZONE 'UTC') + to_minutes(CAST(coalesce(tz_offset_min, ?) AS INTEGER)) AS lt
+            FROM samples
+            WHERE metric IN ({_marks(metrics)}) AND value IS NOT NULL
+              AND (metric NOT IN ({_marks(nonnegative_metrics)}) OR value >= 0)
+              AND local_day BETWEEN ? AND ?
+        ), slotted AS (
+            SELECT metric, source, source_name, value,
+                CASE WHEN hour(lt) < {SLOT_BOUNDS[0][0]} THEN CAST(lt AS DATE) - 1 ELSE CAST(lt AS DATE) END AS day,
+                {_slot_case("lt")} AS slot
+            FROM s
+        ), per_source AS (
+            SELECT metric, day, slot, source, source_name, sum(value) AS total, avg(value) AS mean
+            FROM slotted GROUP BY ALL
+        )
+        SELECT metric, day, slot, max(total) AS total, avg(mean) AS mean FROM per_source GROUP BY ALL
+        ORDER BY metric, day, slot
+        """,
+        [default_offset_min, *metrics, *nonnegative_metrics, lo, hi],
+    ).fetchall()
+    aggregates = tuple(SlotAggregate(m, d, int(s), float(t), float(a)) for m, d, s, t, a in rows)
+
+    day_values: tuple[DayValue, ...] = ()
+    if day_metrics:
+        rows = db.con.execute(
+            f"SELECT local_day, metric, avg(value) FROM samples WHERE metric IN ({_marks(day_metrics)}) "
+            "AND value IS NOT NULL AND local_day BETWEEN ? AND ? GROUP BY ALL ORDER BY 1, 2",
+            [*day_metrics, lo, hi],
+        ).fetchall()
+        day_values = tuple(DayValue(d, m, float(v)) for d, m, v in rows)
+
+    rows = db.con.execute(
+        "SELECT DISTINCT local_day FROM samples WHERE source <> 'calendar' AND local_day BETWEEN ? AND ?",
+        [lo, hi],
+    ).fetchall()
+    wearable = {r[0] for r in rows}
+
+    mindful: tuple[IntervalRow, ...] = ()
+    if interval_metrics:
+        rows = db.con.execute(
+            "SELECT epoch(start_ts), epoch(end_ts), tz_offset_min, local_day FROM samples "
+            f"WHERE metric IN ({_marks(interval_metrics)}) AND local_day BETWEEN ? AND ? ORDER BY start_ts",
+            [*interval_metrics, lo, hi],
+        ).fetchall()
+        mindful = tuple(IntervalRow(float(s), float(e), off, d) for s, e, off, d in rows)
+
+    rows = db.con.execute(
+        "SELECT source, epoch(start_ts), epoch(end_ts), tz_offset_min, local_day, sleep_min, "
+        "in_bed_min, deep_min, rem_min, efficiency_pct, is_nap, hrv_rmssd_ms, resting_hr_bpm "
+        "FROM sleep_sessions WHERE local_day BETWEEN ? AND ? ORDER BY start_ts, source",
+        [lo, hi],
+    ).fetchall()
+    sleeps = tuple(
+        SleepRow(src, float(s), float(e), off, d, *vals[:5], bool(vals[5]), *vals[6:])
+        for src, s, e, off, d, *vals in rows
+    )
+    wearable.update(r.local_day for r in sleeps)
+
+    rows = db.con.execute(
+        "SELECT epoch(start_ts), epoch(end_ts), tz_offset_min, local_day, sport, duration_min "
+        "FROM workouts WHERE local_day BETWEEN ? AND ? ORDER BY start_ts",
+        [lo, hi],
+    ).fetchall()
+    workouts = tuple(WorkoutRow(float(s), float(e), off, d, sport, dur) for s, e, off, d, sport, dur in rows)
+    wearable.update(r.local_day for r in workouts)
+
+    return StoredInputs(
+        slot_aggregates=aggregates,
+        day_values=day_values,
+        wearable_days=frozenset(wearable),
+        mindful=mindful,
+        sleeps=sleeps,
+        workouts=workouts,
+        events=events_between(db, lo, hi),
+    )
+
+
+def events_between(db: Database, lo: date, hi: date) -> tuple[EventRow, ...]:
+    """Every stored event occurrence of local days [lo, hi] (cancelled ones too: mapping decides)."""
+    rows = db.con.execute(
+        "SELECT source, calendar_id, event_id, epoch(start_ts), epoch(end_ts), local_day, all_day, "
+        "title, description, attendees_count, event_type, timezone, status, self_response, transparency "
+        "FROM events WHERE local_day BETWEEN ? AND ? ORDER BY start_ts, event_id",
+        [lo, hi],
+    ).fetchall()
+    return tuple(
+        EventRow(src, cal, eid, float(s), float(e), d, bool(ad), *rest)
+        for src, cal, eid, s, e, d, ad, *rest in rows
+    )
+
+
+def event_texts(db: Database, since: date | None = None) -> list[EventText]:
+    """Title, description, attendees and type of every event on or after ``since``."""
+    sql = (
+        "SELECT source, calendar_id, event_id, title, description, attendees_count, event_type "
+        "FROM events"
+    )
+    params: list[object] = []
+    if since is not None:
+        sql += " WHERE local_day >= ?"
+        params.append(since)
+    return [EventText(*r) for r in db.con.execute(sql, params).fetchall()]

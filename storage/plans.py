@@ -1,0 +1,69 @@
+"""Recommendations and the person's answers to them (`recommendations`, `feedback`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime
+from typing import Any
+
+from storage.db import Database
+
+RECOMMENDATION_COLUMNS = (
+    "created_at", "local_day", "slot", "action", "belief_social", "belief_morning", "belief_work",
+    "belief_sd_social", "belief_sd_morning", "belief_sd_work", "rationale", "model",
+)
+
+
+def insert_recommendations(db: Database, rows: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Insert recommendations (inside the caller's transaction); returns their ids in order.
+
+    Each row has the columns of RECOMMENDATION_COLUMNS and may have any other column of
+    the table (e.g. the plan's times and evidence)."""
+    ids = []
+    known = set(db.columns("recommendations"))
+    for row in rows:
+        cols = [c for c in row if c in known and c != "id"]
+        values = [row[c] for c in cols]
+        (rec_id,) = db.con.execute(
+            f"INSERT INTO recommendations ({', '.join(_q(c) for c in cols)}) "
+            f"VALUES ({', '.join('?' for _ in cols)}) RETURNING id",
+            values,
+        ).fetchone()
+        ids.append(int(rec_id))
+    return ids
+
+
+def recommendation(db: Database, rec_id: int) -> dict[str, Any] | None:
+    """One recommendation as a dict of its columns, or None."""
+    cur = db.con.execute("SELECT * FROM recommendations WHERE id = ?", [rec_id])
+    row = cur.fetchone()
+    if row is None:
+        return None
+    return dict(zip([d[0] for d in cur.description], row, strict=True))
+
+
+def record_answer(db: Database, rec_id: int, response: str, at: datetime | None = None) -> datetime:
+    """Store (or replace) the answer to a recommendation."""
+    at = at or datetime.now(UTC)
+    db.upsert("feedback", [{"recommendation_id": rec_id, "response": response, "at": at}])
+    return at
+
+
+def answers(db: Database) -> list[dict[str, Any]]:
+    """Every answer with its recommendation, oldest first."""
+    cur = db.con.execute(
+        "SELECT r.id, r.action, f.response, r.local_day, r.slot, f.\"at\" FROM feedback f "
+        "JOIN recommendations r ON r.id = f.recommendation_id ORDER BY f.\"at\", r.id"
+    )
+    return [
+        {"id": i, "action": a, "response": resp, "local_day": d, "slot": s, "at": at}
+        for i, a, resp, d, s, at in cur.fetchall()
+    ]
+
+
+def latest_plan_day(db: Database) -> date | None:
+    return db.con.execute("SELECT max(local_day) FROM recommendations").fetchone()[0]
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
