@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 # Portable llama.cpp build: the native build crashes on quantized models on this CPU kind
-# (see docs/local_llm.md); pip's wheel cache ignores CMAKE_ARGS, so the flags never change.
+# (see docs/llm.md, "Building llama-cpp-python"); pip's wheel cache ignores CMAKE_ARGS, so the flags never change.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF
 
 .PHONY: demo test lint bench clean

@@ -25,7 +25,6 @@ from mapping.features import (
     DataBundle,
     bundle_from_inputs,
     day_signals,
-    default_offset_min,
     describe_bundle,
     slot_evidence,
     slot_signals,
@@ -90,9 +89,9 @@ def mapped_range(
     return None if hi < lo else (lo, hi)
 
 
-def bundle(inputs: StoredInputs, start: date, tz: tzinfo) -> DataBundle:
+def bundle(inputs: StoredInputs, tz: tzinfo) -> DataBundle:
     """The rows as a DataBundle in local time (rows without their own offset in ``tz``)."""
-    return bundle_from_inputs(inputs, tz, default_offset_min(tz, start))
+    return bundle_from_inputs(inputs, tz)
 
 
 def compute(
@@ -110,7 +109,7 @@ def compute(
     model = rules.model
     if end < start:
         return MapResult(start, end)
-    b = bundle(inputs, start, tz)
+    b = bundle(inputs, tz)
     classified = classify_texts(
         EventText(e.source, e.calendar_id, e.event_id, e.title, e.description, e.attendees_count, e.event_type)
         for e in inputs.events

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -31,6 +31,7 @@ from mapping.actions import SlotEvidence
 from mapping.rules import Model
 
 EPOCH = datetime(1970, 1, 1)
+EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
 WORK_ACTIONS = frozenset({"DEEP_WORK", "ADMIN_WORK", "LEARN"})
 SOCIAL_ACTIONS = frozenset({"SOCIALIZE", "FAMILY_TIME"})
 SLOT_HOURS = ((6, 12), (12, 18), (18, 23), (23, 30))
@@ -208,8 +209,21 @@ def input_window(start: date, end: date, model: Model) -> tuple[date, date]:
 
 
 def default_offset_min(tz: tzinfo, day: date) -> int:
-    """The offset (minutes) of ``tz`` on ``day``: the local time of rows stored without one."""
+    """The offset (minutes) of ``tz`` on ``day`` (for a zone without an IANA name)."""
     return _offset_of(tz, datetime(day.year, day.month, day.day))
+
+
+def zone_name(tz: tzinfo) -> str | None:
+    """The IANA name of a zone (storage resolves rows without an offset in it), if it has one."""
+    if tz is UTC:
+        return "UTC"
+    return getattr(tz, "key", None)
+
+
+def _offset_at(tz: tzinfo, epoch_s: float) -> int:
+    """The UTC offset (minutes) of ``tz`` at an instant."""
+    off = (EPOCH_UTC + timedelta(seconds=float(epoch_s))).astimezone(tz).utcoffset()
+    return int(off.total_seconds() // 60) if off is not None else 0
 
 
 # What mapping asks storage for (storage.inputs.mapping_inputs keyword arguments).
@@ -226,11 +240,11 @@ def _local(epoch_s: float, offset_min: int) -> datetime:
     return EPOCH + timedelta(seconds=float(epoch_s), minutes=offset_min)
 
 
-def bundle_from_inputs(inputs: StoredInputs, tz: tzinfo, default_off: int) -> DataBundle:
+def bundle_from_inputs(inputs: StoredInputs, tz: tzinfo) -> DataBundle:
     """The stored rows of a range as a DataBundle with local wall-clock times.
 
     Each row keeps its own UTC offset; events are shown in their own IANA zone; rows with
-    neither use ``default_off`` (the person's zone, ``default_offset_min``)."""
+    neither are shown in the person's zone ``tz`` (its offset at that instant)."""
     b = DataBundle()
     for agg in inputs.slot_aggregates:
         val = agg.total if agg.metric in SLOT_SUM_METRICS else agg.mean
@@ -241,21 +255,22 @@ def bundle_from_inputs(inputs: StoredInputs, tz: tzinfo, default_off: int) -> Da
         b.day_values[(dv.day, dv.metric)] = float(dv.value)
     b.wearable_days.update(inputs.wearable_days)
 
-    def off(row_off: int | None) -> int:
-        return default_off if row_off is None else row_off
+    def off(row_off: int | None, epoch_s: float) -> int:
+        return _offset_at(tz, epoch_s) if row_off is None else row_off
 
     for m in inputs.mindful:
-        b.mindful.append((_local(m.start_s, off(m.tz_offset_min)), _local(m.end_s, off(m.tz_offset_min))))
+        o = off(m.tz_offset_min, m.start_s)
+        b.mindful.append((_local(m.start_s, o), _local(m.end_s, o)))
         b.mindful_days.add(m.local_day)
     for r in inputs.sleeps:
-        o = off(r.tz_offset_min)
+        o = off(r.tz_offset_min, r.start_s)
         b.sleeps.append(
             SleepRow(r.source, _local(r.start_s, o), _local(r.end_s, o), r.local_day, r.sleep_min,
                      r.in_bed_min, r.deep_min, r.rem_min, r.efficiency_pct, bool(r.is_nap),
                      r.hrv_rmssd_ms, r.resting_hr_bpm)
         )
     for w in inputs.workouts:
-        o = off(w.tz_offset_min)
+        o = off(w.tz_offset_min, w.start_s)
         b.workouts.append(WorkoutRow(_local(w.start_s, o), _local(w.end_s, o), w.local_day, w.sport or "",
                                      w.duration_min))
     zones: dict[str, tzinfo] = {}
@@ -268,7 +283,7 @@ def bundle_from_inputs(inputs: StoredInputs, tz: tzinfo, default_off: int) -> Da
                 except (ZoneInfoNotFoundError, ValueError):
                     zones[e.timezone] = tz
             ev_tz = zones[e.timezone]
-        o = _offset_of(ev_tz, EPOCH + timedelta(seconds=float(e.start_s)))
+        o = _offset_at(ev_tz, e.start_s)
         active = (e.status or "confirmed") != "cancelled" and (e.self_response or "") != "declined"
         b.events.append(
             EventRow((e.source, e.calendar_id, e.event_id), _local(e.start_s, o), _local(e.end_s, o),

@@ -16,7 +16,7 @@ from common.rows import SlotRow, StoredInputs
 from mapping.build import MapResult, classify_texts, mapped_range
 from mapping.build import bundle as _bundle
 from mapping.build import compute as _compute
-from mapping.features import INPUT_METRICS, DataBundle, default_offset_min, input_window
+from mapping.features import INPUT_METRICS, DataBundle, default_offset_min, input_window, zone_name
 from mapping.observations import lookback_start, observations_from_states, states_from_rows
 from mapping.rules import Rules, default_rules
 from storage import derived, inputs
@@ -26,7 +26,9 @@ from storage.db import Database
 def stored_inputs(db: Database, start: date, end: date, tz: tzinfo, rules: Rules | None = None) -> StoredInputs:
     """The rows mapping needs to compute days [start, end]."""
     lo, hi = input_window(start, end, (rules or default_rules()).model)
-    return inputs.mapping_inputs(db, lo, hi, default_offset_min=default_offset_min(tz, start), **INPUT_METRICS)
+    return inputs.mapping_inputs(
+        db, lo, hi, zone=zone_name(tz), default_offset_min=default_offset_min(tz, start), **INPUT_METRICS
+    )
 
 
 def compute(
@@ -64,7 +66,7 @@ def rebuild(
 
 def bundle_for(db: Database, start: date, end: date, tz: tzinfo) -> DataBundle:
     """The loaded rows behind a range, in local time (for explanations and tests)."""
-    return _bundle(stored_inputs(db, start, end, tz), start, tz)
+    return _bundle(stored_inputs(db, start, end, tz), tz)
 
 
 def computed_slot_rows(db: Database, start: date, end: date, *, tz: tzinfo) -> list[SlotRow]:

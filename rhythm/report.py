@@ -426,12 +426,19 @@ def render(data: ReportData) -> tuple[str, dict[str, bool], int]:
     return page, sections, n1 + n2 + n3 + n4
 
 
-def write_report(settings: Settings, *, days: int = 28, today: date | None = None, out: Path | None = None) -> Report:
-    """Render the report for the `days` ending on `today` (the person's today) to `out`
-    (default RHYTHM_HOME/reports/report-<today>.html)."""
+def write_report(
+    settings: Settings,
+    *,
+    days: int = 28,
+    today: date | None = None,
+    out: Path | None = None,
+    now: datetime | None = None,
+) -> Report:
+    """Render the report for the `days` ending on `today` (default: the person's today, in
+    their zone, at `now`) to `out` (default RHYTHM_HOME/reports/report-<today>.html)."""
     if days < 1:
         raise ConfigError(f"--days must be at least 1, got {days}")
-    today = today or local_today(settings)
+    today = today or local_today(settings, now)
     data = gather(settings, today, days)
     page, sections, plots = render(data)
     path = Path(out).expanduser() if out else settings.home / "reports" / f"report-{today}.html"

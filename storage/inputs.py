@@ -71,6 +71,7 @@ def mapping_inputs(
     lo: date,
     hi: date,
     *,
+    zone: str | None,
     default_offset_min: int,
     slot_sum_metrics: Sequence[str],
     slot_mean_metrics: Sequence[str],
@@ -81,16 +82,20 @@ def mapping_inputs(
     """The stored rows of local days [lo, hi] that mapping needs.
 
     Per-slot aggregates: for each metric, (day, slot) and source, the sum and mean of the
-    values (local time from each row's own offset, else ``default_offset_min``); then the
-    largest source total and the mean of the source means. ``nonnegative_metrics`` drop
-    negative values (Garmin writes -1/-2 for "not measured").
+    values (local time from each row's own offset, else in the IANA ``zone`` (its offset on
+    that day), else ``default_offset_min``); then the largest source total and the mean of
+    the source means. ``nonnegative_metrics`` drop negative values (Garmin writes -1/-2 for
+    "not measured").
     """
     metrics = [*slot_sum_metrics, *slot_mean_metrics]
     rows = db.con.execute(
         f"""
         WITH s AS (
             SELECT metric, source, source_name, value,
-                (start_ts AT TIME ZONE 'UTC') + to_minutes(CAST(coalesce(tz_offset_min, ?) AS INTEGER)) AS lt
+                CASE WHEN tz_offset_min IS NOT NULL
+                     THEN (start_ts AT TIME ZONE 'UTC') + to_minutes(CAST(tz_offset_min AS INTEGER))
+                     WHEN CAST(? AS VARCHAR) IS NOT NULL THEN timezone(CAST(? AS VARCHAR), start_ts)
+                     ELSE (start_ts AT TIME ZONE 'UTC') + to_minutes(CAST(? AS INTEGER)) END AS lt
             FROM samples
             WHERE metric IN ({_marks(metrics)}) AND value IS NOT NULL
               AND (metric NOT IN ({_marks(nonnegative_metrics)}) OR value >= 0)
@@ -107,7 +112,7 @@ def mapping_inputs(
         SELECT metric, day, slot, max(total) AS total, avg(mean) AS mean FROM per_source GROUP BY ALL
         ORDER BY metric, day, slot
         """,
-        [default_offset_min, *metrics, *nonnegative_metrics, lo, hi],
+        [zone, zone, default_offset_min, *metrics, *nonnegative_metrics, lo, hi],
     ).fetchall()
     aggregates = tuple(SlotAggregate(m, d, int(s), float(t), float(a)) for m, d, s, t, a in rows)
 

@@ -65,3 +65,16 @@ def test_shared_vocabulary_matches_the_simulator():
 
     assert tuple(records.ACTIONS) == tuple(spec.ACTIONS)
     assert tuple(records.SLOTS) == tuple(spec.SLOTS)
+
+
+def test_only_storage_touches_the_database_connection():
+    """STYLE rule 6: storage owns the connection; everything else calls its functions."""
+    offenders = []
+    for path in sorted(REPO.glob("*/**/*.py")):
+        rel = path.relative_to(REPO)
+        if rel.parts[0] in ("storage", "tests", ".venv", "build") or rel.parts[0].startswith("."):
+            continue
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"\.con\b|duckdb\.connect\(", line):
+                offenders.append(f"{rel}:{i}: {line.strip()}")
+    assert offenders == []

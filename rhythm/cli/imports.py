@@ -1,17 +1,19 @@
 """`rhythm import SOURCE PATH`: one command per file source of the registry, with a progress
-bar and a summary."""
+bar and a summary.
+
+The commands are made from the registry when the command line is parsed (``RegistryGroup``),
+so a source added to connectors.registry is a command without touching this file."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import typer
+from typer.core import TyperGroup
 
 from connectors.registry import FileImport, file_imports
 from rhythm.cli._common import console, get_settings, print_json, progress_bar, rows_table
 from rhythm.jobs import import_file
-
-app = typer.Typer(help="Import exported files (Apple Health, Garmin, WHOOP, calendar .ics, ...).", no_args_is_help=True)
 
 
 def _run(ctx: typer.Context, desc: FileImport, path: Path, json_out: bool) -> None:
@@ -55,5 +57,23 @@ def _command(desc: FileImport):
     return command
 
 
-for _desc in file_imports().values():
-    app.command(_desc.name)(_command(_desc))
+class RegistryGroup(TyperGroup):
+    """`rhythm import`'s subcommands: one per FileImport in the registry, made on demand."""
+
+    @property
+    def commands(self) -> dict:  # type: ignore[override]
+        sub = typer.Typer()
+        for desc in file_imports().values():
+            sub.command(desc.name)(_command(desc))
+        return typer.main.get_group(sub).commands
+
+    @commands.setter
+    def commands(self, _value: dict) -> None:  # TyperGroup.__init__ assigns it; the registry rules
+        pass
+
+
+app = typer.Typer(
+    cls=RegistryGroup,
+    help="Import exported files (Apple Health, Garmin, WHOOP, calendar .ics, ...).",
+    no_args_is_help=True,
+)
