@@ -16,8 +16,6 @@ from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 from typing import Any, ClassVar
 
-SOURCES = ("healthkit", "garmin", "whoop", "calendar")
-
 # The ten actions and four slots of product.md (same order as the simulator's tables).
 ACTIONS = (
     "DEEP_WORK",
