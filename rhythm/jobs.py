@@ -232,3 +232,25 @@ def feedback(settings: Settings, recommendation_id: int, response: str) -> dict[
         result = record_answer(run.db, recommendation_id, response)
         run.summary = {"id": recommendation_id, "response": response}
     return result
+
+
+# -- repairs -----------------------------------------------------------------------------------
+def prune(
+    settings: Settings,
+    *,
+    before: date | None = None,
+    after: date | None = None,
+    source: str | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Remove the rows of some days and/or one source, in one transaction (`rhythm db prune`);
+    with ``dry_run``, only count them."""
+    from storage.maintenance import prune as prune_rows
+
+    if dry_run:  # counts only: a reader, nothing recorded
+        with open_db(settings.database, read_only=True) as db:
+            return prune_rows(db, before=before, after=after, source=source, dry_run=True)
+    target = " ".join(f"{k}={v}" for k, v in (("before", before), ("after", after), ("source", source)) if v)
+    with unit_of_work(settings, "prune", source, target) as run:
+        run.summary = prune_rows(run.db, before=before, after=after, source=source)
+    return run.summary

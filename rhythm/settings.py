@@ -324,8 +324,8 @@ def user_zone(settings: Settings) -> tzinfo:
             ) from None
     import tzlocal
 
-    try:
-        return tzlocal.get_localzone()
+    try:  # read afresh: a laptop that travelled has a new zone (tzlocal caches the first answer)
+        return tzlocal.reload_localzone()
     except Exception:  # noqa: BLE001 - a machine without a readable zone: UTC, not a crash
         return UTC
 

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -49,6 +50,7 @@ BULK_KEYS: dict[str, tuple[str, ...]] = {
     "raw_healthkit": ("kind", "natural_key"),
 }
 
+_EXPLAIN_ANALYZE = re.compile(r"\s*(/\*.*?\*/\s*|--[^\n]*\n\s*)*EXPLAIN\s+(\(\s*)?ANALY[SZ]E", re.I | re.S)
 _MIGRATION_RE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _SOURCE_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
@@ -187,15 +189,28 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 class Database:
-    """A DuckDB file opened for writing (default) or read-only analysis."""
+    """A DuckDB file opened for writing (default) or read-only analysis.
+
+    A read-only connection is also *sandboxed* by default: it cannot reach any file but the
+    database (``enable_external_access=false``: no COPY, read_csv/read_text/glob, ATTACH,
+    INSTALL or LOAD) and its configuration is locked (no SET) once the session zone is
+    fixed. Only ``rhythm export`` opens read-only without the sandbox, to write Parquet.
+    """
 
     def __init__(
-        self, path: str | Path, *, read_only: bool = False, memory_limit: str | None = None
+        self,
+        path: str | Path,
+        *,
+        read_only: bool = False,
+        memory_limit: str | None = None,
+        sandbox: bool | None = None,
     ):
         self.path = Path(path)
         self.read_only = read_only
+        self.sandboxed = read_only if sandbox is None else sandbox
         if read_only and not self.path.exists():
             raise StorageError(f"{self.path}: no database here (run `rhythm init` first)")
+        created = not read_only and not self.path.exists()
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         config = dict(_BASE_CONFIG)
@@ -219,7 +234,15 @@ class Database:
             raise StorageError(f"{self.path}: cannot open database: {exc}") from None
         except duckdb.Error as exc:
             raise StorageError(f"{self.path}: cannot open database: {exc}") from None
+        if created:
+            try:  # the person's health data: readable by them alone
+                os.chmod(self.path, 0o600)
+            except OSError:
+                pass
         self.con.execute("SET TimeZone = 'UTC'")
+        if self.sandboxed:
+            self.con.execute("SET enable_external_access = false")
+            self.con.execute("SET lock_configuration = true")
         self._in_tx = False
         self._staged: dict[str, int] = {}  # bulk table -> rows staged so far
         # bulk tables that were empty when this transaction first staged rows for them: rows
@@ -626,6 +649,10 @@ class Database:
                     f"refused: {kind} statements are not allowed here; `rhythm sql` is "
                     "read-only (SELECT, WITH ... SELECT, DESCRIBE, SHOW, EXPLAIN)"
                 )
+            if st.type == duckdb.StatementType.EXPLAIN and _EXPLAIN_ANALYZE.match(st.query):
+                raise ReadOnlyViolation(
+                    "refused: EXPLAIN ANALYZE runs the statement it explains; use EXPLAIN"
+                )
         try:
             cur = None
             for st in statements[:-1]:
@@ -703,10 +730,16 @@ def _sql_str(p: Path) -> str:
 
 
 def open_db(
-    path: str | Path, *, read_only: bool = False, migrate: bool = True, memory_limit: str | None = None
+    path: str | Path,
+    *,
+    read_only: bool = False,
+    migrate: bool = True,
+    memory_limit: str | None = None,
+    sandbox: bool | None = None,
 ) -> Database:
-    """Open (and, for writers, migrate) the database."""
-    db = Database(path, read_only=read_only, memory_limit=memory_limit)
+    """Open (and, for writers, migrate) the database. Read-only connections are sandboxed
+    unless ``sandbox=False`` (see Database)."""
+    db = Database(path, read_only=read_only, memory_limit=memory_limit, sandbox=sandbox)
     if migrate and not read_only:
         try:
             db.migrate()

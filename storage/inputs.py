@@ -23,16 +23,26 @@ from common.rows import (
 from common.timeutil import SLOT_BOUNDS
 from storage.db import Database
 
+# Days mapping will consider: a row dated outside them (year 1 or 9999, slipped in before
+# the importers refused such dates) is left alone rather than stretching the range to
+# millions of days (`rhythm db prune` removes it).
+FIRST_DAY = date(1900, 1, 1)
+LAST_DAY = date(2100, 12, 31)
+
 
 def data_span(db: Database) -> tuple[date, date] | None:
-    """First and last local day with any stored record (events included)."""
+    """First and last local day with any stored record (events included), within
+    [FIRST_DAY, LAST_DAY]."""
+    sane = "local_day BETWEEN ? AND ?"
     row = db.con.execute(
         "SELECT min(d), max(d) FROM ("
-        " SELECT min(local_day) AS d FROM samples UNION ALL SELECT max(local_day) FROM samples"
-        " UNION ALL SELECT min(local_day) FROM sleep_sessions UNION ALL SELECT max(local_day) FROM sleep_sessions"
-        " UNION ALL SELECT min(local_day) FROM workouts UNION ALL SELECT max(local_day) FROM workouts"
-        " UNION ALL SELECT min(local_day) FROM events WHERE status <> 'cancelled'"
-        " UNION ALL SELECT max(local_day) FROM events WHERE status <> 'cancelled')"
+        f" SELECT min(local_day) AS d FROM samples WHERE {sane} UNION ALL SELECT max(local_day) FROM samples WHERE {sane}"
+        f" UNION ALL SELECT min(local_day) FROM sleep_sessions WHERE {sane}"
+        f" UNION ALL SELECT max(local_day) FROM sleep_sessions WHERE {sane}"
+        f" UNION ALL SELECT min(local_day) FROM workouts WHERE {sane} UNION ALL SELECT max(local_day) FROM workouts WHERE {sane}"
+        f" UNION ALL SELECT min(local_day) FROM events WHERE status <> 'cancelled' AND {sane}"
+        f" UNION ALL SELECT max(local_day) FROM events WHERE status <> 'cancelled' AND {sane})",
+        [FIRST_DAY, LAST_DAY] * 8,
     ).fetchone()
     if row is None or row[0] is None:
         return None
@@ -40,13 +50,17 @@ def data_span(db: Database) -> tuple[date, date] | None:
 
 
 def wearable_span(db: Database) -> tuple[date, date] | None:
-    """First and last local day of wearable data (samples, sleep, workouts; not calendars)."""
+    """First and last local day of wearable data (samples, sleep, workouts; not calendars),
+    within [FIRST_DAY, LAST_DAY]."""
+    sane = "local_day BETWEEN ? AND ?"
     row = db.con.execute(
         "SELECT min(d), max(d) FROM ("
-        " SELECT min(local_day) AS d FROM samples WHERE source <> 'calendar'"
-        " UNION ALL SELECT max(local_day) FROM samples WHERE source <> 'calendar'"
-        " UNION ALL SELECT min(local_day) FROM sleep_sessions UNION ALL SELECT max(local_day) FROM sleep_sessions"
-        " UNION ALL SELECT min(local_day) FROM workouts UNION ALL SELECT max(local_day) FROM workouts)"
+        f" SELECT min(local_day) AS d FROM samples WHERE source <> 'calendar' AND {sane}"
+        f" UNION ALL SELECT max(local_day) FROM samples WHERE source <> 'calendar' AND {sane}"
+        f" UNION ALL SELECT min(local_day) FROM sleep_sessions WHERE {sane}"
+        f" UNION ALL SELECT max(local_day) FROM sleep_sessions WHERE {sane}"
+        f" UNION ALL SELECT min(local_day) FROM workouts WHERE {sane} UNION ALL SELECT max(local_day) FROM workouts WHERE {sane})",
+        [FIRST_DAY, LAST_DAY] * 6,
     ).fetchone()
     if row is None or row[0] is None:
         return None

@@ -42,6 +42,16 @@ def hoist_global_options(args: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
     debug = "--debug" in args or os.environ.get("RHYTHM_DEBUG", "") not in ("", "0")
+    # Everything Rhythm writes (the database and its WAL, config, tokens, logs, reports,
+    # exports) is the person's health data: readable by them alone.
+    umask = os.umask(0o077)
+    try:
+        return _run(args, debug)
+    finally:
+        os.umask(umask)
+
+
+def _run(args: list[str], debug: bool) -> int:
     try:
         # Typer/click handle usage errors, --help and exit codes themselves (SystemExit).
         app(args=args, prog_name="rhythm", standalone_mode=True)

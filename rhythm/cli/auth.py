@@ -55,11 +55,17 @@ def google(
 def garmin(
     ctx: typer.Context,
     email: str = typer.Option(..., "--email", prompt=True, help="Garmin Connect e-mail."),
-    password: str = typer.Option(..., "--password", prompt=True, hide_input=True, help="Garmin Connect password (not stored)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Garmin Connect (optional extra rhythm[garmin]); logs in once, keeps the tokens."""
+    """Garmin Connect (optional extra rhythm[garmin]); logs in once, keeps the tokens.
+
+    The password is read from RHYTHM_GARMIN_PASSWORD or asked for (hidden), never from the
+    command line (where other users could see it in the process list), and never stored."""
+    import os
+
     from rhythm.sync import auth_garmin
+
+    password = os.environ.get("RHYTHM_GARMIN_PASSWORD") or typer.prompt("Garmin Connect password", hide_input=True)
 
     result = auth_garmin(get_settings(ctx), email, password, prompt_mfa=lambda: typer.prompt("MFA code"))
     if json_out:

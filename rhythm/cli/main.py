@@ -120,7 +120,7 @@ def export_cmd(
 ) -> None:
     """Export every table to Parquet (one file per table)."""
     s = get_settings(ctx)
-    with open_db(s.database, read_only=True) as db:
+    with open_db(s.database, read_only=True, sandbox=False) as db:  # it writes files: no sandbox
         written = db.export_parquet(out_dir)
         counts = db.row_counts()
     if json_out:
@@ -147,6 +147,39 @@ def db_info_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json
     console.print(f"schema    v{info['schema_version']} ({', '.join(info['migrations'])})")
     console.print(rows_table(["table", "rows"], sorted(info["tables"].items()), title="tables"))
     console.print(f"views     {', '.join(info['views'])}")
+
+
+@db_app.command("prune")
+def db_prune_cmd(
+    ctx: typer.Context,
+    before: str | None = typer.Option(None, "--before", help="Remove rows of local days before this day (YYYY-MM-DD)."),
+    after: str | None = typer.Option(None, "--after", help="Remove rows of local days after this day (YYYY-MM-DD)."),
+    source: str | None = typer.Option(None, "--source", help="Remove rows of this source only (alone: all of it, raw payloads too)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only count what would be removed."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Remove stored rows by day and/or source, in one transaction (repairs bad imports)."""
+    from datetime import date
+
+    from common.errors import ConfigError
+    from rhythm.jobs import prune
+
+    def day(v: str | None, flag: str) -> date | None:
+        try:
+            return date.fromisoformat(v) if v else None
+        except ValueError:
+            raise ConfigError(f"{flag}: expected a day as YYYY-MM-DD, got {v!r}") from None
+
+    result = prune(get_settings(ctx), before=day(before, "--before"), after=day(after, "--after"),
+                   source=source, dry_run=dry_run)
+    if json_out:
+        print_json(result)
+        return
+    rows = [(t, n) for t, n in result["tables"].items()]
+    verb = "would remove" if dry_run else "removed"
+    console.print(rows_table(["table", f"rows {verb}"], rows))
+    if not dry_run and any(result["tables"].get(t) for t in ("samples", "sleep_sessions", "workouts", "events")):
+        console.print("[dim]run `rhythm map` to rebuild the meters[/dim]", highlight=False)
 
 
 def _mount() -> None:
