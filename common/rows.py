@@ -81,6 +81,7 @@ class EventRow(NamedTuple):
     status: str | None
     self_response: str | None
     transparency: str | None = None
+    action: str | None = None  # the classifier's action (set by `rhythm map`)
 
 
 class EventText(NamedTuple):

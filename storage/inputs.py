@@ -189,7 +189,7 @@ def events_between(db: Database, lo: date, hi: date) -> tuple[EventRow, ...]:
     """Every stored event occurrence of local days [lo, hi] (cancelled ones too: mapping decides)."""
     rows = db.con.execute(
         "SELECT source, calendar_id, event_id, epoch(start_ts), epoch(end_ts), local_day, all_day, "
-        "title, description, attendees_count, event_type, timezone, status, self_response, transparency "
+        "title, description, attendees_count, event_type, timezone, status, self_response, transparency, action "
         "FROM events WHERE local_day BETWEEN ? AND ? ORDER BY start_ts, event_id",
         [lo, hi],
     ).fetchall()
@@ -210,3 +210,39 @@ def event_texts(db: Database, since: date | None = None) -> list[EventText]:
         sql += " WHERE local_day >= ?"
         params.append(since)
     return [EventText(*r) for r in db.con.execute(sql, params).fetchall()]
+
+
+def main_sleeps(db: Database, lo: date, hi: date) -> list[SleepRow]:
+    """The main (not nap) sleep of each wake-up day in [lo, hi]: of the source that recorded
+    the most sleep that day (two devices never add up), its sessions in start order."""
+    rows = db.con.execute(
+        "WITH s AS (SELECT * FROM sleep_sessions WHERE NOT is_nap AND local_day BETWEEN ? AND ?), "
+        "best AS (SELECT local_day, arg_max(source, (coalesce(sum_min, 0), source)) AS source FROM "
+        " (SELECT local_day, source, sum(coalesce(sleep_min, epoch(end_ts - start_ts) / 60)) AS sum_min "
+        "  FROM s GROUP BY ALL) GROUP BY local_day) "
+        "SELECT s.source, epoch(s.start_ts), epoch(s.end_ts), s.tz_offset_min, s.local_day, s.sleep_min, "
+        "s.in_bed_min, s.deep_min, s.rem_min, s.efficiency_pct, s.is_nap, s.hrv_rmssd_ms, s.resting_hr_bpm "
+        "FROM s JOIN best USING (local_day, source) ORDER BY s.start_ts",
+        [lo, hi],
+    ).fetchall()
+    return [SleepRow(src, float(a), float(b), off, d, *v[:5], bool(v[5]), *v[6:]) for src, a, b, off, d, *v in rows]
+
+
+def daily_series(db: Database, lo: date, hi: date) -> dict[str, dict[date, float]]:
+    """Per-day values of local days [lo, hi]: main sleep minutes (the source with most), steps
+    (the largest source total), resting heart rate and HRV (RMSSD, SDNN) day means."""
+    out: dict[str, dict[date, float]] = {k: {} for k in (
+        "sleep_min", "steps", "resting_hr_bpm", "hrv_rmssd_ms", "hrv_sdnn_ms")}
+    for d, v in db.con.execute(
+        "SELECT local_day, max(sleep_min) FROM daily_sleep WHERE local_day BETWEEN ? AND ? "
+        "AND sleep_min IS NOT NULL GROUP BY 1", [lo, hi]
+    ).fetchall():
+        out["sleep_min"][d] = float(v)
+    for d, *vals in db.con.execute(
+        "SELECT local_day, steps, resting_hr_bpm, hrv_rmssd_ms, hrv_sdnn_ms FROM daily_activity "
+        "WHERE local_day BETWEEN ? AND ?", [lo, hi]
+    ).fetchall():
+        for key, v in zip(("steps", "resting_hr_bpm", "hrv_rmssd_ms", "hrv_sdnn_ms"), vals, strict=True):
+            if v is not None:
+                out[key][d] = float(v)
+    return out

@@ -1,0 +1,165 @@
+"""Time blocks: where an action fits into a slot's free time, and for how long. Pure.
+
+Every block lies inside one free window (so it never overlaps a commitment), starts a short
+buffer after a commitment ends, on a five-minute mark, and lasts what the action needs:
+
+| action | minutes (least, usual, most) |
+|---|---|
+| DEEP_WORK | 60, 90, 120 |
+| ADMIN_WORK | 30, 45, 60 |
+| LEARN | 45, 60, 90 |
+| EXERCISE | 30, 45, 60 |
+| MEDITATE | 10, 15, 20 |
+| FAMILY_TIME | 45, 90, 120 |
+| SOCIALIZE | 60, 120, 180 |
+| ME_TIME | 30, 60, 90 |
+| BINGE_WATCH | 30, 45, 90 |
+| SLEEP (a nap) | 15, 25, 45 |
+
+SLEEP is not one block kind: at night it is a bedtime ("in bed by 22:40", from the person's
+sleep need and the next day's first commitment); on a free morning, sleeping in ("sleep in
+until 07:45"); in the afternoon, a nap of at most 45 minutes; in the evening, an early night.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+
+from agent.day.calendar import DayFrame, SleepHabits, Window, slot_window
+
+DURATIONS: dict[str, tuple[int, int, int]] = {
+    "DEEP_WORK": (60, 90, 120),
+    "ADMIN_WORK": (30, 45, 60),
+    "LEARN": (45, 60, 90),
+    "EXERCISE": (30, 45, 60),
+    "MEDITATE": (10, 15, 20),
+    "FAMILY_TIME": (45, 90, 120),
+    "SOCIALIZE": (60, 120, 180),
+    "ME_TIME": (30, 60, 90),
+    "BINGE_WATCH": (30, 45, 90),
+    "SLEEP": (15, 25, 45),
+}
+BUFFER_MIN = 10  # between a commitment's end and a block
+SLEEP_IN_MAX_MIN = 90
+LATENCY_MIN = 15  # falling asleep
+GET_READY_MIN = 60  # from waking up to the first commitment
+EARLIEST_BED = time(20, 30)
+EARLY_NIGHT_MIN = 60
+
+
+@dataclass(frozen=True)
+class Placement:
+    start: datetime
+    end: datetime
+    kind: str  # block | nap | sleep_in | bedtime | early_night
+    window: Window  # the free window it sits in
+
+    @property
+    def minutes(self) -> float:
+        return (self.end - self.start).total_seconds() / 60.0
+
+
+def _round_up(t: datetime, step: int = 5) -> datetime:
+    extra = (-t.minute) % step
+    t = t.replace(second=0, microsecond=0)
+    return t + timedelta(minutes=extra) if extra else t
+
+
+def _usable(frame: DayFrame, w: Window) -> tuple[datetime, datetime]:
+    """The part of a free window a block may use: a buffer after a commitment ending at its start."""
+    start = w.start
+    if any(abs((c.end - w.start).total_seconds()) < 60 for c in frame.commitments):
+        start = start + timedelta(minutes=BUFFER_MIN)
+    return _round_up(start), w.end
+
+
+def fits(frame: DayFrame, slot: int, action: str) -> bool:
+    """Whether the slot's free time can hold the action at its shortest."""
+    return place(frame, slot, action) is not None
+
+
+def place(
+    frame: DayFrame, slot: int, action: str, night: tuple[datetime, datetime] | None = None
+) -> Placement | None:
+    """Where ``action`` goes in ``slot`` of the day, or None when its free time cannot hold it.
+    ``night``: (bedtime, wake-up) for SLEEP in the night slot (see ``bedtime``)."""
+    if action == "SLEEP":
+        return _place_sleep(frame, slot, night)
+    least, usual, most = DURATIONS[action]
+    best: Placement | None = None
+    for w in frame.free_in(slot):
+        s, e = _usable(frame, w)
+        room = (e - s).total_seconds() / 60.0
+        if room < least:
+            continue
+        dur = usual if room >= usual else int(room // 5 * 5)
+        dur = max(least, min(dur, most))
+        cand = Placement(s, s + timedelta(minutes=dur), "block", w)
+        # the roomiest window wins; among equals, the earliest
+        if best is None or room > (best.window.end - best.start).total_seconds() / 60.0 + 1e-9:
+            best = cand
+    return best
+
+
+def _place_sleep(
+    frame: DayFrame, slot: int, night: tuple[datetime, datetime] | None
+) -> Placement | None:
+    if slot == 3:  # the night: a bedtime, until the wake-up
+        if night is None:
+            return None
+        bed, wake = night
+        return Placement(bed, wake, "bedtime", Window(bed, wake))
+    windows = frame.free_in(slot)
+    if not windows:
+        return None
+    if slot == 0 and abs((windows[0].start - frame.wake).total_seconds()) < 60:
+        # a free start of the day: sleep in (not into the first commitment: time to get ready)
+        w = windows[0]
+        ends_at_commitment = w.end < slot_window(frame.day, 0, frame.tz)[1]
+        room = (w.end - w.start).total_seconds() / 60.0 - (GET_READY_MIN if ends_at_commitment else 0)
+        dur = int(min(SLEEP_IN_MAX_MIN, room) // 5 * 5)
+        if dur >= DURATIONS["SLEEP"][0]:
+            return Placement(w.start, w.start + timedelta(minutes=dur), "sleep_in", w)
+    if slot == 2:  # the evening: an early night, if the end of the evening is free
+        last = windows[-1]
+        if abs((last.end - frame.bed).total_seconds()) < 60 and last.minutes >= EARLY_NIGHT_MIN:
+            start = _round_up(frame.bed - timedelta(minutes=EARLY_NIGHT_MIN))
+            return Placement(start, frame.bed, "early_night", last)
+        return None
+    least, usual, most = DURATIONS["SLEEP"]
+    for w in windows:  # a nap: the first window that holds one
+        s, e = _usable(frame, w)
+        room = (e - s).total_seconds() / 60.0
+        if room >= least:
+            dur = max(least, min(usual, int(room // 5 * 5), most))
+            return Placement(s, s + timedelta(minutes=dur), "nap", w)
+    return None
+
+
+def bedtime(
+    frame: DayFrame, next_first_start: datetime | None, habits: SleepHabits, next_wake: datetime
+) -> tuple[datetime, str]:
+    """When to be in bed tonight, and why: the usual bedtime, earlier when tomorrow's first
+    commitment leaves less than the person's sleep need (plus falling asleep and getting
+    ready); never before 20:30 nor before tonight's last commitment ends."""
+    must_wake = next_wake
+    reason = f"your usual bedtime {habits.bed:%H:%M}"
+    if next_first_start is not None and next_first_start - timedelta(minutes=GET_READY_MIN) < next_wake:
+        must_wake = next_first_start - timedelta(minutes=GET_READY_MIN)
+    latest = must_wake - timedelta(minutes=habits.need_min + LATENCY_MIN)
+    bed = frame.bed
+    if latest < bed:
+        bed = latest
+        reason = (f"your {habits.need_min // 60:.0f} h {habits.need_min % 60:02.0f} of sleep before "
+                  f"tomorrow's {next_first_start:%H:%M} start" if next_first_start is not None
+                  else reason)
+    floor = datetime.combine(frame.day, EARLIEST_BED, tzinfo=frame.tz)
+    last_end = max((c.end for c in frame.commitments if c.start < frame.bed), default=None)
+    bed = max(bed, floor, last_end or floor)
+    return _round_down(bed), reason
+
+
+def _round_down(t: datetime, step: int = 5) -> datetime:
+    t = t.replace(second=0, microsecond=0)
+    return t - timedelta(minutes=t.minute % step)

@@ -1,0 +1,178 @@
+"""Reasons from the person's own data: facts with their numbers against their own baseline.
+
+Pure. Every fact is a sentence built from a template and numbers (never text from a model or
+a calendar title): "slept 5 h 02 last night, your usual 7 h 35", "HRV 34 ms vs your 28-day
+median 52", "4 h 30 of meetings today". ``facts_for(action, ...)`` picks the facts that
+bear on an action, the largest departures from the person's usual first.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+from agent.day.calendar import Commitment, DayFrame, Window
+
+BASELINE_DAYS = 28
+MIN_BASELINE_DAYS = 5
+METER_WORDS = {
+    "vitality": "vitality",
+    "cognition": "cognition",
+    "progress": "progress",
+    "serenity": "serenity",
+    "connection": "connection",
+}
+# Which facts bear on which action (in order of relevance).
+RELEVANT: dict[str, tuple[str, ...]] = {
+    "DEEP_WORK": ("sleep", "cognition", "hrv", "morning", "work", "free", "meetings"),
+    "ADMIN_WORK": ("progress", "meetings", "cognition", "sleep", "free"),
+    "LEARN": ("cognition", "sleep", "morning", "free", "work"),
+    "SLEEP": ("sleep", "vitality", "hrv", "resting_hr", "meetings"),
+    "EXERCISE": ("hrv", "resting_hr", "steps", "vitality", "serenity", "sleep", "free"),
+    "MEDITATE": ("serenity", "meetings", "hrv", "cognition", "free"),
+    "FAMILY_TIME": ("connection", "social", "serenity", "meetings", "free"),
+    "SOCIALIZE": ("connection", "social", "serenity", "free"),
+    "ME_TIME": ("serenity", "vitality", "meetings", "social", "free"),
+    "BINGE_WATCH": ("vitality", "serenity", "meetings", "free"),
+}
+
+
+@dataclass(frozen=True)
+class PersonFacts:
+    """Daily series of the person's own numbers (by local day) and the latest meters."""
+
+    sleep_min: Mapping[date, float] = field(default_factory=dict)  # main sleep, by wake-up day
+    hrv_ms: Mapping[date, float] = field(default_factory=dict)
+    hrv_kind: str = "HRV"
+    resting_hr: Mapping[date, float] = field(default_factory=dict)
+    steps: Mapping[date, float] = field(default_factory=dict)
+    meters: Mapping[str, float | None] = field(default_factory=dict)  # 0.5 = usual for this slot
+    meters_when: str | None = None  # e.g. "this morning"
+
+
+@dataclass(frozen=True)
+class Fact:
+    key: str
+    text: str
+    weight: float  # how far from usual (z-like); larger first
+
+
+def hm(minutes: float) -> str:
+    m = int(round(minutes))
+    return f"{m // 60} h {m % 60:02d}"
+
+
+def baseline(series: Mapping[date, float], day: date, days: int = BASELINE_DAYS) -> tuple[float, int] | None:
+    """Median of the ``days`` before ``day`` (the day itself excluded), with how many days."""
+    vals = [v for d, v in series.items() if day - timedelta(days=days) <= d < day and v is not None]
+    if len(vals) < MIN_BASELINE_DAYS:
+        return None
+    return float(statistics.median(vals)), len(vals)
+
+
+def _spread(series: Mapping[date, float], day: date) -> float:
+    vals = [v for d, v in series.items() if day - timedelta(days=BASELINE_DAYS) <= d < day and v is not None]
+    if len(vals) < 3:
+        return 1.0
+    med = statistics.median(vals)
+    mad = statistics.median(abs(v - med) for v in vals) * 1.4826
+    return mad if mad > 0 else (abs(med) * 0.1 or 1.0)
+
+
+def person_facts(f: PersonFacts, day: date) -> dict[str, Fact]:
+    """The day's facts from the wearable series, each against the person's baseline."""
+    out: dict[str, Fact] = {}
+    last = f.sleep_min.get(day)
+    base = baseline(f.sleep_min, day)
+    if last is not None:
+        z = (last - base[0]) / _spread(f.sleep_min, day) if base else 0.0
+        usual = f", your usual {hm(base[0])}" if base else ""
+        out["sleep"] = Fact("sleep", f"slept {hm(last)} last night{usual}", abs(z))
+    # two short nights in a row are worth saying
+    prev = f.sleep_min.get(day - timedelta(days=1))
+    if last is not None and prev is not None and base and last < base[0] - 45 and prev < base[0] - 45:
+        out["sleep"] = Fact("sleep", f"two short nights ({hm(prev)}, then {hm(last)}); your usual {hm(base[0])}",
+                            abs((last - base[0]) / _spread(f.sleep_min, day)) + 1.0)
+    for key, series, unit, label in (
+        ("hrv", f.hrv_ms, "ms", f.hrv_kind),
+        ("resting_hr", f.resting_hr, "bpm", "resting heart rate"),
+    ):
+        v = series.get(day)
+        if v is None:
+            continue
+        b = baseline(series, day)
+        if b:
+            z = (v - b[0]) / _spread(series, day)
+            out[key] = Fact(key, f"{label} {v:.0f} {unit} vs your {b[1]}-day median {b[0]:.0f}", abs(z))
+        else:
+            out[key] = Fact(key, f"{label} {v:.0f} {unit} (not enough days yet for your usual)", 0.0)
+    y = day - timedelta(days=1)
+    if f.steps.get(y) is not None:
+        b = baseline(f.steps, y)
+        usual = f", your usual {b[0]:,.0f}" if b else ""
+        z = (f.steps[y] - b[0]) / _spread(f.steps, y) if b else 0.0
+        out["steps"] = Fact("steps", f"{f.steps[y]:,.0f} steps yesterday{usual}", abs(z))
+    when = f" {f.meters_when}" if f.meters_when else ""
+    for m, word in METER_WORDS.items():
+        v = f.meters.get(m)
+        if v is None:
+            continue
+        side = "above" if v > 0.5 else "below" if v < 0.5 else "at"
+        out[m] = Fact(m, f"{word} {v:.2f}{when} ({side} your usual, 0.50)", abs(v - 0.5) * 4)
+    return out
+
+
+def calendar_facts(frame: DayFrame, slot: int, window: Window | None) -> dict[str, Fact]:
+    out: dict[str, Fact] = {}
+    meetings = [c for c in frame.commitments if c.action in ("ADMIN_WORK", None) and c.minutes >= 15]
+    total = _union_min(meetings)
+    if total >= 30:
+        out["meetings"] = Fact("meetings", f"{hm(total)} of meetings and appointments today", total / 120.0)
+    if window is not None:
+        nxt = next((c for c in frame.commitments if c.start >= window.end), None)
+        until = f" (then {nxt.start:%H:%M})" if nxt is not None else ""
+        out["free"] = Fact("free", f"free {window.start:%H:%M}-{window.end:%H:%M}{until}", 0.1)
+    return out
+
+
+def _union_min(cs: Sequence[Commitment]) -> float:
+    total, cur_s, cur_e = 0.0, None, None
+    for c in sorted(cs, key=lambda c: c.start):
+        if cur_e is None or c.start > cur_e:
+            if cur_e is not None:
+                total += (cur_e - cur_s).total_seconds() / 60.0
+            cur_s, cur_e = c.start, c.end
+        else:
+            cur_e = max(cur_e, c.end)
+    if cur_e is not None:
+        total += (cur_e - cur_s).total_seconds() / 60.0
+    return total
+
+
+def belief_facts(belief: Sequence[float], sd: Sequence[float]) -> dict[str, Fact]:
+    names = (("social", "social", "outgoing", "recharges alone"),
+             ("morning", "morning", "a morning person", "an evening person"),
+             ("work", "work", "energised by work", "drained by work"))
+    out = {}
+    for (key, dim, hi_word, lo_word), b, s in zip(names, belief, sd, strict=True):
+        if abs(b - 0.5) < 0.1 or s > 0.2:
+            continue
+        word = hi_word if b > 0.5 else lo_word
+        out[key] = Fact(key, f"your data say you are {word} ({dim} {b:.2f} ± {s:.2f})", abs(b - 0.5) * 3)
+    return out
+
+
+def facts_for(action: str, available: Mapping[str, Fact], limit: int = 3) -> list[Fact]:
+    """The facts that bear on ``action``: the largest departures first, the free window last."""
+    keys = [k for k in RELEVANT.get(action, ()) if k in available]
+    facts = [available[k] for k in keys if k != "free"]
+    facts.sort(key=lambda f: -f.weight)
+    out = facts[: limit - (1 if "free" in keys else 0)]
+    if "free" in keys:
+        out.append(available["free"])
+    if not out:  # never without a number: fall back to the strongest fact there is
+        rest = sorted(available.values(), key=lambda f: -f.weight)
+        out = rest[:1]
+    return out

@@ -1,0 +1,317 @@
+"""Plan a real day: the person's belief and physiology, fitted into the day they have. Pure.
+
+``DayPlanner(inputs).plan()`` returns a ``DayPlan``:
+
+1. the day as it is (``calendar.frame_day``): commitments, waking hours from the person's
+   own nights, free windows, and the slots the calendar decides (*fixed*: no suggestion,
+   only a note; the look-ahead knows what the person will do there);
+2. a rolling-horizon plan over the rest of today and tomorrow (``horizon.plan_horizon``)
+   with the belief's sampled profiles, fixed slots forced, the night slept, each of
+   today's other slots limited to the actions its free time can hold, and the person's
+   answers making an action they keep ignoring in a kind of slot less attractive there;
+3. one time block per open slot of today (``blocks.place``; the night: a bedtime);
+4. for each block: ``evidence`` (the person's numbers against their own baseline, the day's
+   meeting load, the free window, the belief, the answers behind it), ``expected_effect``
+   (the meter changes the belief's samples expect) and a rationale sentence built from
+   them by template (never free text from a model; calendar titles only ever appear as
+   the commitments' own titles in the calendar facts' times, never in a rationale).
+
+``with_model_pick(plan, slot, action, model)`` puts a local model's choice through the same
+checks: refused (the plan keeps the planner's block and says why) when the slot cannot hold
+it or the belief's model rates it clearly worse.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, time, timedelta, tzinfo
+from typing import Any
+
+import numpy as np
+
+from agent.belief import BeliefState
+from agent.day.blocks import Placement, bedtime, place
+from agent.day.calendar import (
+    CalendarEvent,
+    DayFrame,
+    Night,
+    frame_day,
+    sleep_habits,
+    slot_of_time,
+)
+from agent.day.evidence import (
+    Fact,
+    PersonFacts,
+    belief_facts,
+    calendar_facts,
+    facts_for,
+    person_facts,
+)
+from agent.day.horizon import expected_effect, plan_horizon, position_values
+from agent.planner import PlanModel
+from common.records import ACTIONS, METERS, SLOTS
+
+SLEEP = ACTIONS.index("SLEEP")
+IGNORE_WEIGHT = 2.0  # score cost of an action at p(accept) 0 vs 0.5 in that kind of slot
+CLEARLY_WORSE = 0.25  # a model's pick is refused below this share of the best-to-worst range
+MIN_EFFECT = 0.01
+PHRASES = {
+    "DEEP_WORK": "Deep work",
+    "ADMIN_WORK": "Admin and email",
+    "LEARN": "Learning",
+    "EXERCISE": "Exercise",
+    "MEDITATE": "Meditate",
+    "FAMILY_TIME": "Family time",
+    "SOCIALIZE": "Time with friends",
+    "ME_TIME": "Time for yourself",
+    "BINGE_WATCH": "Watch something, guilt-free",
+}
+
+
+@dataclass(frozen=True)
+class Answer:
+    day: date
+    slot: str
+    action: str
+    response: str  # accept | ignore
+
+
+@dataclass
+class DayInputs:
+    day: date
+    tz: tzinfo
+    events: Sequence[CalendarEvent]  # of the day and the next (commitments of both)
+    nights: Sequence[Night]  # the person's recent main sleeps
+    facts: PersonFacts
+    meters: Sequence[float]  # the current meters (0.5 = usual), as the belief last saw them
+    belief: BeliefState  # updated with the person's observations (and answers)
+    now: datetime | None = None  # only when planning today: slots and free time before it are past
+    answers: Sequence[Answer] = ()
+    wake_override: time | None = None
+    bed_override: time | None = None
+    n_samples: int = 8
+    seed: int = 0
+
+
+@dataclass
+class Block:
+    slot: str
+    action: str
+    start: datetime
+    end: datetime
+    kind: str  # block | nap | sleep_in | bedtime | early_night
+    rationale: str
+    evidence: list[str]
+    expected_effect: dict[str, float]
+    chosen_by: str = "planner"
+
+
+@dataclass
+class DayPlan:
+    day: date
+    tz: tzinfo
+    frame: DayFrame
+    blocks: list[Block]
+    fixed: dict[str, str]  # slot -> the commitments' action
+    notes: list[str]
+    belief: tuple[float, float, float]
+    belief_sd: tuple[float, float, float]
+    horizon: list[tuple[str, str, str]]  # (day, slot, action) of the look-ahead
+    score: float
+    _ctx: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def _first_slot(day: date, now: datetime | None, tz: tzinfo) -> int:
+    if now is None:
+        return 0
+    d, s = slot_of_time(now.astimezone(tz))
+    if d < day:
+        return 0
+    return s if d == day else len(SLOTS)
+
+
+def acceptance_penalty(answers: Sequence[Answer]) -> dict[tuple[str, str], tuple[float, int, int]]:
+    """(slot, action) -> (penalty, accepted, ignored): p(accept) from the answers in that kind
+    of slot with a uniform Beta(1, 1) prior; no answers -> 0, repeated ignores -> a cost,
+    repeated accepts -> a small bonus."""
+    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for a in answers:
+        counts[(a.slot, a.action)][0 if a.response == "accept" else 1] += 1
+    out = {}
+    for key, (acc, ign) in counts.items():
+        p = (acc + 1) / (acc + ign + 2)
+        out[key] = (IGNORE_WEIGHT * (0.5 - p), acc, ign)
+    return out
+
+
+class DayPlanner:
+    def __init__(self, inputs: DayInputs):
+        self.x = inputs
+
+    def plan(self) -> DayPlan:
+        x = self.x
+        habits = sleep_habits(x.nights, x.tz, x.wake_override, x.bed_override)
+        today = frame_day(x.day, x.tz, x.events, habits, now=x.now)
+        tomorrow = frame_day(x.day + timedelta(days=1), x.tz, x.events, habits)
+        first = _first_slot(x.day, x.now, x.tz)
+        notes: list[str] = []
+        if habits.source == "default":
+            notes.append("no sleep history yet: waking hours 07:00-23:00 (set wake_time / bed_time to change)")
+
+        # positions: today's remaining slots, then tomorrow's four
+        slots = [(x.day, s) for s in range(first, len(SLOTS))] + [(x.day + timedelta(days=1), s) for s in range(4)]
+        forced: dict[int, int] = {}
+        allowed: dict[int, set[int]] = {}
+        open_slots: list[int] = []  # positions of today that get a recommendation
+        for p, (d, s) in enumerate(slots):
+            frame = today if d == x.day else tomorrow
+            if s in frame.fixed:
+                forced[p] = ACTIONS.index(frame.fixed[s])
+                continue
+            if s == 3:
+                forced[p] = SLEEP  # the night is for sleeping
+                if d == x.day:
+                    open_slots.append(p)  # ... at the right time: a bedtime
+                continue
+            if d != x.day:
+                continue  # tomorrow's free time is not known in detail: any action
+            holds = {a for a, name in enumerate(ACTIONS) if place(frame, s, name) is not None}
+            if holds:
+                allowed[p] = holds
+                open_slots.append(p)
+            else:
+                # no free half hour in the slot: the person does what they have to
+                busiest = [c.action for c in frame.commitments_in(s) if c.action]
+                forced[p] = ACTIONS.index(busiest[0]) if busiest else ACTIONS.index("ADMIN_WORK")
+                notes.append(f"{SLOTS[s]}: no free half hour between commitments, no suggestion")
+        for s, action in today.fixed.items():
+            if s >= first:
+                held = today.commitments_in(s)
+                titles = ", ".join(f"{c.title} {c.start:%H:%M}-{c.end:%H:%M}" for c in held[:3])
+                how = " (titles not recognised: planned as a work-like commitment)" if s in today.fixed_unclassified else ""
+                notes.append(f"{SLOTS[s]}: your calendar decides ({titles}): no suggestion, planned as {action}{how}")
+
+        pen_by_key = acceptance_penalty(x.answers)
+        penalty = np.zeros((len(slots), len(ACTIONS)))
+        for p, (_, s) in enumerate(slots):
+            for a, name in enumerate(ACTIONS):
+                if (SLOTS[s], name) in pen_by_key:
+                    penalty[p, a] = pen_by_key[(SLOTS[s], name)][0]
+
+        bs = x.belief
+        params = bs.sample_params(x.n_samples, rng=np.random.default_rng(x.seed))
+        params[0] = bs.profile_estimate().to_array()
+        model = PlanModel(params, bs.w)
+        meters = np.clip(np.asarray(x.meters, dtype=np.float64), 0.0, 1.0)
+        slot0 = slots[0][1] if slots else 0
+        plan, score = plan_horizon(model, meters, slot0, len(slots), forced, allowed, penalty)
+
+        available = person_facts(x.facts, x.day)
+        available.update(belief_facts(bs.belief(), bs.belief_sd()))
+        nxt_first = min((c.start for c in tomorrow.commitments if c.start >= tomorrow.wake - timedelta(hours=3)),
+                        default=None)
+        bed, bed_reason = bedtime(today, nxt_first, habits, tomorrow.wake)
+        night = (bed, max(tomorrow.wake, bed + timedelta(minutes=habits.need_min)))
+        if nxt_first is not None and nxt_first < tomorrow.wake:
+            night = (bed, nxt_first - timedelta(minutes=60))
+
+        dp = DayPlan(
+            day=x.day, tz=x.tz, frame=today, blocks=[], notes=notes,
+            fixed={SLOTS[s]: a for s, a in today.fixed.items() if s >= first},
+            belief=tuple(float(v) for v in bs.belief()), belief_sd=tuple(float(v) for v in bs.belief_sd()),
+            horizon=[(d.isoformat(), SLOTS[s], ACTIONS[int(a)]) for (d, s), a in zip(slots, plan, strict=True)],
+            score=score,
+        )
+        dp._ctx = {"model": model, "plan": plan, "meters": meters, "slot0": slot0, "slots": slots,
+                   "allowed": allowed, "penalty": penalty, "available": available, "night": night,
+                   "bed_reason": bed_reason, "answers": pen_by_key}
+        for p in open_slots:
+            block = self._block(dp, p, ACTIONS[int(plan[p])], "planner")
+            if block is not None:
+                dp.blocks.append(block)
+        return dp
+
+    # -- blocks ---------------------------------------------------------------------------------
+    def _block(self, dp: DayPlan, pos: int, action: str, chosen_by: str) -> Block | None:
+        ctx = dp._ctx
+        _, s = ctx["slots"][pos]
+        placement = place(dp.frame, s, action, night=ctx["night"] if s == 3 else None)
+        if placement is None:
+            return None
+        plan = np.array(ctx["plan"], dtype=np.int64)
+        plan[pos] = ACTIONS.index(action)
+        eff = expected_effect(ctx["model"], plan, ctx["meters"], ctx["slot0"], pos)
+        effect = {m: round(float(v), 3) for m, v in zip(METERS, eff, strict=True) if abs(v) >= MIN_EFFECT}
+        if not effect:
+            i = int(np.argmax(np.abs(eff)))
+            effect = {METERS[i]: round(float(eff[i]), 3)}
+        facts = self._facts(dp, s, action, placement)
+        evidence = [f.text for f in facts]
+        return Block(SLOTS[s], action, placement.start, placement.end, placement.kind,
+                     _rationale(action, placement, facts, effect, ctx["bed_reason"]), evidence, effect, chosen_by)
+
+    def _facts(self, dp: DayPlan, slot: int, action: str, placement: Placement) -> list[Fact]:
+        ctx = dp._ctx
+        available = dict(ctx["available"])
+        window = placement.window if placement.kind in ("block", "nap", "early_night") else None
+        available.update(calendar_facts(dp.frame, slot, window))
+        facts = facts_for(action, available)
+        for (slot_name, name), (_pen, acc, ign) in sorted(ctx["answers"].items()):
+            if slot_name != SLOTS[slot] or acc + ign == 0:
+                continue
+            if name == action:
+                facts.append(Fact("answers", f"you accepted {acc} of {acc + ign} {slot_name} {name} suggestions", 0.0))
+            elif ign >= 2 and ign > acc:
+                facts.append(Fact("answers", f"you ignored {ign} of {acc + ign} {slot_name} {name} suggestions, "
+                                  f"so: something else", 0.0))
+        return facts
+
+
+def _rationale(action: str, p: Placement, facts: list[Fact], effect: dict[str, float], bed_reason: str) -> str:
+    when = f"{p.start:%H:%M}-{p.end:%H:%M}"
+    if action == "SLEEP":
+        head = {
+            "bedtime": f"In bed by {p.start:%H:%M} ({bed_reason})",
+            "sleep_in": f"Sleep in until {p.end:%H:%M}",
+            "nap": f"A short nap {when}",
+            "early_night": f"An early night: wind down from {p.start:%H:%M}, in bed by {p.end:%H:%M}",
+        }[p.kind]
+    else:
+        head = f"{PHRASES[action]} {when}"
+    why = "; ".join(f.text for f in facts[:2]) if facts else ""
+    exp = ", ".join(f"{m} {v:+.2f}" for m, v in sorted(effect.items(), key=lambda kv: -abs(kv[1]))[:3])
+    return f"{head}: {why}. Expected: {exp}." if why else f"{head}. Expected: {exp}."
+
+
+def with_model_pick(planner: DayPlanner, dp: DayPlan, slot: str, action: str, model_name: str) -> tuple[bool, str]:
+    """Put a local model's pick for ``slot`` through the planner's checks. Accepted: the
+    slot's block becomes the model's (same placement rules, evidence and effect). Refused
+    (and the plan says why) when the day cannot hold it or the belief's model rates it
+    clearly worse than the planner's choice."""
+    ctx = dp._ctx
+    pos = next((p for p, (d, s) in enumerate(ctx["slots"]) if d == dp.day and SLOTS[s] == slot), None)
+    current = next((b for b in dp.blocks if b.slot == slot), None)
+    if pos is None or current is None:
+        return False, f"{model_name} chose {action} for the {slot}, which has no open time to plan"
+    a = ACTIONS.index(action)
+    allowed = sorted(ctx["allowed"].get(pos, {SLEEP} if SLOTS.index(slot) == 3 else set()))
+    if a not in allowed:
+        return False, (f"{model_name} chose {action} for the {slot}, which the day cannot hold there; "
+                       f"the planner's {current.action} stands")
+    if action == current.action:
+        dp.blocks[dp.blocks.index(current)] = replace(current, chosen_by=model_name)
+        return True, f"{model_name} agrees: {action} in the {slot}"
+    values = position_values(ctx["model"], ctx["plan"], ctx["meters"], ctx["slot0"], pos, allowed, ctx["penalty"])
+    best, worst = max(values.values()), min(values.values())
+    drop = values[ACTIONS.index(current.action)] - values[a]
+    if drop > 0.02 and drop > CLEARLY_WORSE * (best - worst):
+        return False, (f"{model_name} chose {action} for the {slot}; the planner's model rates it clearly worse "
+                       f"({drop:.2f} less expected reward over the next {len(ctx['slots'])} slots), "
+                       f"so {current.action} stands")
+    block = planner._block(dp, pos, action, model_name)
+    if block is None:
+        return False, f"{model_name} chose {action} for the {slot}, which does not fit; {current.action} stands"
+    dp.blocks[dp.blocks.index(current)] = block
+    return True, f"{action} in the {slot} chosen by {model_name}"
