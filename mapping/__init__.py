@@ -5,7 +5,7 @@
 - ``meters.py``: pure ``compute_meters(signals, baselines, slot)`` -> five meters in [0, 1]
   with confidence and evidence; missing signals are never invented.
 - ``features.py``: the only SQL: per-(day, slot) signals from samples, sleep, workouts, events.
-- ``actions.py``: keyword rules and a learned classifier for calendar events, and the
+- ``actions.py``: the calendar event classifier (rules as data in data/keywords.toml), and the
   slot-action precedence (sleep > workout > mindful > calendar > nothing).
 - ``build.py``: ``rebuild(db, since)`` writes ``meters``, ``slot_actions``, ``events.action``.
 - ``observations.py``: ``observation_stream(db, start, end)`` in the simulator's format.
