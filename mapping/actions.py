@@ -161,7 +161,7 @@ def parse_rules(doc: Mapping[str, Any]) -> KeywordRules:
         raise ValueError(f"keywords.toml: strong_order must list each class and group once: {LABELS} {groups}")
     if sorted(orders[1]) != sorted(LABELS):
         raise ValueError(f"keywords.toml: weak_order must list each of {LABELS} once")
-    seen: dict[tuple[tuple[str, ...], bool, bool, bool], Keyword] = {}
+    seen: dict[tuple[tuple[str, ...], bool, bool], Keyword] = {}
     for label in LABELS:
         spec = classes[label]
         lists = [(raw, True, label) for raw in spec.get("strong", [])]
@@ -170,9 +170,9 @@ def parse_rules(doc: Mapping[str, Any]) -> KeywordRules:
             lists += [(raw, True, f"{label}.{g}") for raw in kws]
         for raw, strong, group in lists:
             kw = _parse_keyword(raw, label, strong, group)
-            key = (kw.words, kw.prefix, kw.suffix, kw.exact)
+            key = (kw.words, kw.prefix, kw.suffix)
             other = seen.get(key)
-            if other and (other.group, other.strong) != (kw.group, kw.strong):
+            if other and (other.group, other.strong, other.exact) != (kw.group, kw.strong, kw.exact):
                 raise ValueError(f"keywords.toml: {raw!r} is in {other.group} and {group}")
             seen.setdefault(key, kw)
     words: dict[str, list[Keyword]] = {}

@@ -283,6 +283,7 @@ def test_the_shipped_rules_cover_every_class_in_both_orders():
         lambda d: d["rules"]["strong_order"].remove("EXERCISE"),
         lambda d: d["rules"]["weak_order"].append("NONE"),
         lambda d: d["classes"]["EXERCISE"]["strong"].append("netflix"),  # in two classes
+        lambda d: d["classes"]["EXERCISE"]["strong"].append("=gym"),  # twice, once whole-word only
         lambda d: d["classes"]["EXERCISE"]["strong"].append("*gym*"),
         lambda d: d["classes"]["EXERCISE"]["strong"].append("=morning run"),
         lambda d: d["emoji"].update({"🦄": "UNICORN"}),
