@@ -8,7 +8,7 @@ Storage reads the rows (``storage.inputs``) and writes what comes out
 - ``meters.py``: pure ``compute_meters(signals, baselines, slot)`` -> five meters in [0, 1]
   with confidence and evidence; missing signals are never invented.
 - ``features.py``: per-(day, slot) signals from the stored rows (``common.rows``).
-- ``actions.py``: keyword rules and a learned classifier for calendar events, and the
+- ``actions.py``: the calendar event classifier (rules as data in data/keywords.toml), and the
   slot-action precedence (sleep > workout > mindful > calendar > nothing).
 - ``build.py``: ``compute(inputs, start, end, tz=...)`` -> meters and slot actions rows.
 - ``observations.py``: the stored slots in the simulator's observation format.

@@ -1,19 +1,30 @@
 """What the person did: calendar events and wearable sessions -> one of the ten actions. Pure.
 
-Event classification (titles are untrusted text: they are only ever classifier input):
+Event classification. Titles and descriptions are untrusted text: they are only ever input
+to the rules below (never SQL text, never a prompt, never evaluated).
 
-- ``rule_classify``: the keyword baseline of mapping/data/keywords.toml (multilingual: en,
-  de, fr, es, nl, pt, it), plus the Google ``eventType`` and an attendee fallback.
-- ``learned_classify``: a multinomial logistic regression in numpy over character n-grams
-  (2-4 letters of each word), whole words, an attendee bucket and the keyword rule's label
-  as one more feature (so it learns when a keyword is right and what to do where none
-  matched). Trained deterministically, at first use, on the ``train`` rows of
-  mapping/data/labelled_events.csv and cached for the process (about 1 s).
-- ``classify_event``: what `rhythm map` uses: ``eventType`` focusTime/outOfOffice first, then
-  the learned model, then (where it abstains) the attendee fallback of the rules.
+``classify_event(title, description, attendees, event_type)`` applies the data in
+mapping/data/keywords.toml (its header is the full specification):
 
-The label set is the ten actions plus ``OTHER`` (appointments, travel, holidays, blockers);
-an OTHER or unknown event gets no action (``None``), never a made-up one.
+1. a Google ``eventType`` with a class (focusTime -> DEEP_WORK; outOfOffice, workingLocation,
+   birthday -> NONE) decides;
+2. the title's *strong* keywords: the first class (or group of a class) in ``strong_order``
+   that matched;
+3. else its *weak* keywords, in ``weak_order``;
+4. else the description, by its phrases only (keywords of two or more words): a description
+   never overrides a title that matched anything, and one word in it ("fokus",
+   "programmieren") never decides;
+5. else an event with enough attendees is a meeting (ADMIN_WORK, low confidence);
+6. else nothing (``label`` None, action None): unknown words give no action.
+
+``NONE`` is a class of its own: holidays, birthdays (someone's, as a reminder), reminders,
+placeholders ("test6", "TBD", "Busy"), appointments, travel, vacation, chores and a meal with
+no one named are recognised as not being one of the ten actions and get no action, on
+purpose, instead of a low-confidence guess.
+
+Matching is word-based on lower-cased text without accents (ß -> ss), with endings,
+prefixes, suffixes, phrases (the longest wins and uses up its words) and two-part German
+compounds ("Chorprobe", "Fußballtraining", "Teammeeting"); see keywords.toml.
 
 ``slot_action`` decides one action per slot with the precedence of rules.toml
 [slot_actions]: sleep > workout > mindful session > the dominant classified calendar events >
@@ -22,39 +33,32 @@ nothing.
 
 from __future__ import annotations
 
-import csv
+import re
 import tomllib
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
-import numpy as np
-
 from common.records import ACTIONS
 from mapping.rules import SlotActionRules, default_rules
 
-OTHER = "OTHER"
-LABELS: tuple[str, ...] = (*ACTIONS, OTHER)
-MIN_CONFIDENCE = 0.2  # below this the learned model abstains (no action)
-NGRAMS = (2, 3, 4)
-# Chosen by 5-fold cross-validation on the train split only (never on the held-out rows).
-LR_C = 10.0
-LR_RULE_SCALE = 0.5
-LR_EPOCHS = 80
-LR_RATE = 10.0
+NONE = "NONE"  # recognised as not one of the ten actions: no action, on purpose
+LABELS: tuple[str, ...] = (*ACTIONS, NONE)
+METHODS = ("event_type", "title", "description", "attendees", "none")
 SLOT_MINUTES = (360.0, 360.0, 300.0, 420.0)  # morning 06-12, afternoon 12-18, evening 18-23, night 23-06
 
 
 @dataclass(frozen=True)
 class Classification:
-    action: str | None  # one of ACTIONS, or None (OTHER / unknown)
+    action: str | None  # one of ACTIONS, or None (NONE or unknown)
     confidence: float
-    method: str  # "rules", "learned", "event_type", "attendees", "none"
-    label: str | None = None  # the raw label, OTHER included
-    matched: tuple[str, ...] = ()
+    method: str  # one of METHODS: what decided
+    label: str | None = None  # one of LABELS; None when nothing was recognised
+    matched: tuple[str, ...] = ()  # the keywords (or eventType) behind the label
+    tier: str | None = None  # "strong" or "weak" keywords decided; None otherwise
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +67,7 @@ class Classification:
             "method": self.method,
             "label": self.label,
             "matched": list(self.matched),
+            "tier": self.tier,
         }
 
 
@@ -72,268 +77,252 @@ def _as_action(label: str | None) -> str | None:
 
 # --- text ---------------------------------------------------------------------------------
 
+_WORD = re.compile(r"[^\W\d_]+|\d+")
+_TAG = re.compile(r"<[^>]{0,500}>")
+
+
+def tokens(text: str | None) -> list[str]:
+    """Lower-cased words without accents (ß -> ss); letters and digits apart ("test6" ->
+    ["test", "6"]); anything else separates words."""
+    if not text:
+        return []
+    t = unicodedata.normalize("NFKD", str(text))
+    t = "".join(c for c in t if not unicodedata.combining(c)).lower().replace("ß", "ss")
+    return _WORD.findall(t)
+
 
 def normalize(text: str | None) -> str:
-    """Lower case, accents stripped, anything but letters and digits -> one space."""
-    if not text:
-        return ""
-    t = unicodedata.normalize("NFKD", str(text))
-    t = "".join(c for c in t if not unicodedata.combining(c)).lower()
-    t = t.replace("ß", "ss").replace("'", "")
-    out = "".join(c if c.isalnum() or c == "+" else " " for c in t)
-    return " ".join(out.split())
+    return " ".join(tokens(text))
 
 
-# --- keyword rules --------------------------------------------------------------------------
+# --- the rules, as data ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Keyword:
+    text: str  # as written in keywords.toml
+    label: str
+    strong: bool
+    group: str  # where it ranks: the class ("SOCIALIZE") or one of its groups ("SOCIALIZE.occasion")
+    words: tuple[str, ...]
+    prefix: bool = False  # "word*": the (last) word matches as a prefix
+    suffix: bool = False  # "*word": the word matches as a suffix
+    exact: bool = False  # "=word": the whole word only (no ending, never a compound part)
 
 
 @dataclass(frozen=True)
 class KeywordRules:
-    keywords: dict[str, tuple[str, ...]]  # label -> normalised keywords
-    # first word of a keyword (<= 3 letters) or its first 4 letters -> (label, keyword words)
-    index: dict[str, tuple[tuple[str, tuple[str, ...]], ...]]
-    weights: dict[str, float]
-    event_types: dict[str, str]
-    confidence_base: float
-    confidence_per_extra: float
-    confidence_max: float
+    strong_order: tuple[str, ...]
+    weak_order: tuple[str, ...]
+    endings: tuple[str, ...]
+    links: tuple[str, ...]
+    compound_min_word: int
+    compound_min_keyword: int
+    compound_min_rest: int
     attendee_meeting_min: int
-    attendee_meeting_confidence: float
-    description_weight: float
+    description_max_chars: int
+    confidence: Mapping[str, float]
+    event_types: Mapping[str, str]
+    emoji: tuple[Keyword, ...]
+    words: Mapping[str, tuple[Keyword, ...]]  # one whole word -> keywords
+    prefixes: tuple[Keyword, ...]
+    suffixes: tuple[Keyword, ...]
+    phrases: Mapping[str, tuple[Keyword, ...]]  # first word -> phrases, longest first
+
+    def keywords(self) -> Iterable[Keyword]:
+        for ks in self.words.values():
+            yield from ks
+        yield from self.prefixes
+        yield from self.suffixes
+        for ks in self.phrases.values():
+            yield from ks
+
+
+def _parse_keyword(raw: str, label: str, strong: bool, group: str) -> Keyword:
+    core = raw.strip()
+    exact = core.startswith("=")
+    core = core.lstrip("=")
+    prefix, suffix = core.endswith("*"), core.startswith("*")
+    words = tuple(tokens(core.strip("*")))
+    if not words or (len(words) > 1 and (suffix or exact)) or prefix + suffix + exact > 1:
+        raise ValueError(f"keywords.toml: bad keyword {raw!r} in {label}")
+    return Keyword(raw, label, strong, group, words, prefix, suffix, exact)
+
+
+def parse_rules(doc: Mapping[str, Any]) -> KeywordRules:
+    """Validate and index the keywords.toml document (raises ValueError on bad data)."""
+    cfg = doc["rules"]
+    classes = doc["classes"]
+    if sorted(classes) != sorted(LABELS):
+        raise ValueError(f"keywords.toml: [classes] must be exactly {LABELS}")
+    groups = [f"{lab}.{g}" for lab in LABELS for g in classes[lab].get("groups", {})]
+    orders = tuple(cfg["strong_order"]), tuple(cfg["weak_order"])
+    if sorted(orders[0]) != sorted([*LABELS, *groups]):
+        raise ValueError(f"keywords.toml: strong_order must list each class and group once: {LABELS} {groups}")
+    if sorted(orders[1]) != sorted(LABELS):
+        raise ValueError(f"keywords.toml: weak_order must list each of {LABELS} once")
+    seen: dict[tuple[tuple[str, ...], bool, bool], Keyword] = {}
+    for label in LABELS:
+        spec = classes[label]
+        lists = [(raw, True, label) for raw in spec.get("strong", [])]
+        lists += [(raw, False, label) for raw in spec.get("weak", [])]
+        for g, kws in spec.get("groups", {}).items():
+            lists += [(raw, True, f"{label}.{g}") for raw in kws]
+        for raw, strong, group in lists:
+            kw = _parse_keyword(raw, label, strong, group)
+            key = (kw.words, kw.prefix, kw.suffix)
+            other = seen.get(key)
+            if other and (other.group, other.strong, other.exact) != (kw.group, kw.strong, kw.exact):
+                raise ValueError(f"keywords.toml: {raw!r} is in {other.group} and {group}")
+            seen.setdefault(key, kw)
+    words: dict[str, list[Keyword]] = {}
+    phrases: dict[str, list[Keyword]] = {}
+    prefixes, suffixes = [], []
+    for kw in seen.values():
+        if len(kw.words) > 1:
+            phrases.setdefault(kw.words[0], []).append(kw)
+        elif kw.prefix:
+            prefixes.append(kw)
+        elif kw.suffix:
+            suffixes.append(kw)
+        else:
+            words.setdefault(kw.words[0], []).append(kw)
+    emoji = []
+    for ch, label in doc.get("emoji", {}).items():
+        if label not in LABELS:
+            raise ValueError(f"keywords.toml: emoji {ch} -> unknown class {label}")
+        emoji.append(Keyword(ch, label, False, label, ()))
+    for label in doc.get("event_types", {}).values():
+        if label not in LABELS:
+            raise ValueError(f"keywords.toml: eventType -> unknown class {label}")
+    conf = {k: float(v) for k, v in doc["confidence"].items()}
+    return KeywordRules(
+        strong_order=orders[0],
+        weak_order=orders[1],
+        endings=tuple(cfg["endings"]),
+        links=tuple(cfg["compound_links"]),
+        compound_min_word=int(cfg["compound_min_word"]),
+        compound_min_keyword=int(cfg["compound_min_keyword"]),
+        compound_min_rest=int(cfg["compound_min_rest"]),
+        attendee_meeting_min=int(cfg["attendee_meeting_min"]),
+        description_max_chars=int(cfg["description_max_chars"]),
+        confidence=conf,
+        event_types=dict(doc.get("event_types", {})),
+        emoji=tuple(emoji),
+        words={w: tuple(ks) for w, ks in words.items()},
+        prefixes=tuple(prefixes),
+        suffixes=tuple(suffixes),
+        phrases={w: tuple(sorted(ks, key=lambda k: -len(k.words))) for w, ks in phrases.items()},
+    )
 
 
 @cache
 def keyword_rules() -> KeywordRules:
-    doc = tomllib.loads(resources.files("mapping").joinpath("data/keywords.toml").read_text())
-    cfg = doc["rules"]
-    kws, weights = {}, {}
-    for label, spec in doc["actions"].items():
-        if label not in LABELS:
-            raise ValueError(f"keywords.toml: unknown action {label}")
-        kws[label] = tuple(dict.fromkeys(normalize(k) for k in spec["keywords"] if normalize(k)))
-        weights[label] = float(spec.get("weight", 1.0))
-    index: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
-    for label, ks in kws.items():
-        for k in ks:
-            words = tuple(k.split())
-            index.setdefault(_index_key(words[0]), []).append((label, words))
-    return KeywordRules(
-        keywords=kws,
-        index={k: tuple(v) for k, v in index.items()},
-        weights=weights,
-        event_types=dict(doc.get("event_types", {})),
-        confidence_base=float(cfg["confidence_base"]),
-        confidence_per_extra=float(cfg["confidence_per_extra"]),
-        confidence_max=float(cfg["confidence_max"]),
-        attendee_meeting_min=int(cfg["attendee_meeting_min"]),
-        attendee_meeting_confidence=float(cfg["attendee_meeting_confidence"]),
-        description_weight=float(cfg["description_weight"]),
-    )
+    text = resources.files("mapping").joinpath("data/keywords.toml").read_text(encoding="utf-8")
+    return parse_rules(tomllib.loads(text))
 
 
-def _index_key(word: str) -> str:
-    return word if len(word) <= 3 else word[:4]
+# --- matching -------------------------------------------------------------------------------
 
 
-def _word_matches(word: str, kw: str, last: bool) -> bool:
-    if not last or len(kw) <= 3:
-        return word == kw
-    return word.startswith(kw)
+def _whole(rules: KeywordRules, w: str, part: bool = False) -> list[Keyword]:
+    """Single-word keywords matching ``w`` as a whole, with an ending, or as a prefix; for a
+    compound ``part`` only keywords of compound_min_keyword letters or more, never "=word"."""
+    if part and len(w) < rules.compound_min_keyword:
+        return []
+    hits = [k for k in rules.words.get(w, ()) if not (part and k.exact)]
+    for e in () if hits else rules.endings:
+        base = w[: -len(e)]
+        if w.endswith(e) and len(base) >= 5:
+            hits.extend(k for k in rules.words.get(base, ()) if not k.exact)
+    hits.extend(k for k in rules.prefixes if w.startswith(k.words[0]))
+    return hits
 
 
-def _keyword_scores(
-    text: str, rules: KeywordRules, factor: float = 1.0
-) -> dict[str, tuple[float, list[str]]]:
-    """Keyword hits per label. A keyword starts a word ("meet" matches "meeting", not
-    "teammeeting"); one of 3 letters or fewer must be the whole word; a phrase matches
-    consecutive words (its last word by prefix)."""
-    words = normalize(text).split()
-    hits: dict[str, list[str]] = {}
-    for i, w in enumerate(words):
-        for key in {w, w[:4]} if len(w) > 3 else {w}:
-            for label, kw in rules.index.get(key, ()):
-                n = len(kw)
-                if i + n > len(words):
-                    continue
-                if all(_word_matches(words[i + j], kw[j], j == n - 1) for j in range(n)):
-                    name = " ".join(kw)
-                    if name not in hits.setdefault(label, []):
-                        hits[label].append(name)
-    return {lab: (rules.weights[lab] * len(h) * factor, h) for lab, h in hits.items()}
+def _word_hits(rules: KeywordRules, w: str) -> list[Keyword]:
+    """Keywords one word matches: whole, ending, prefix, suffix, and as a two-part compound."""
+    hits = _whole(rules, w)
+    hits.extend(k for k in rules.suffixes if w.endswith(k.words[0]))
+    if w in rules.words or len(w) < rules.compound_min_word:
+        return hits
+    rest = rules.compound_min_rest
+    for i in range(rest, len(w) - rest + 1):
+        left, right = w[:i], w[i:]
+        hits.extend(_whole(rules, right, part=True))
+        for cut in ("", *rules.links):
+            if left.endswith(cut):
+                stem = left[: len(left) - len(cut)]
+                hits.extend(k for k in rules.words.get(stem, ()) if len(stem) >= rules.compound_min_keyword
+                            and not k.exact)
+    return hits
 
 
-@lru_cache(maxsize=8192)
-def rule_classify(
-    title: str | None,
-    description: str | None = None,
-    attendees: int | None = None,
-    event_type: str | None = None,
-) -> Classification:
-    """The keyword baseline."""
-    rules = keyword_rules()
-    if event_type and event_type in rules.event_types:
-        label = rules.event_types[event_type]
-        return Classification(_as_action(label), 0.9, "event_type", label, (event_type,))
-    scores = _keyword_scores(title or "", rules)
-    for label, (s, hit) in _keyword_scores(description or "", rules, rules.description_weight).items():
-        prev = scores.get(label, (0.0, []))
-        scores[label] = (prev[0] + s, prev[1] + hit)
-    if scores:
-        order = {lab: i for i, lab in enumerate(rules.keywords)}
-        label = max(scores, key=lambda lab: (scores[lab][0], -order[lab]))
-        n = len(scores[label][1])
-        conf = min(rules.confidence_max, rules.confidence_base + rules.confidence_per_extra * (n - 1))
-        if len(scores) > 1:
-            conf *= scores[label][0] / sum(s for s, _ in scores.values())
-        return Classification(_as_action(label), conf, "rules", label, tuple(scores[label][1]))
-    if attendees is not None and attendees >= rules.attendee_meeting_min:
-        return Classification("ADMIN_WORK", rules.attendee_meeting_confidence, "attendees", "ADMIN_WORK")
-    return Classification(None, 0.0, "none", None)
+def _phrase_word(pw: str, w: str, prefix: bool, endings: tuple[str, ...]) -> bool:
+    if w == pw:
+        return True
+    if prefix:
+        return w.startswith(pw)
+    return len(pw) >= 5 and any(w == pw + e for e in endings)
 
 
-# --- learned classifier -------------------------------------------------------------------
+def _phrase_at(rules: KeywordRules, toks: list[str], i: int) -> list[Keyword]:
+    """The longest phrases starting at word i (all of that length)."""
+    candidates = list(rules.phrases.get(toks[i], ()))
+    for e in rules.endings:
+        if toks[i].endswith(e) and len(toks[i]) - len(e) >= 5:
+            candidates.extend(rules.phrases.get(toks[i][: -len(e)], ()))
+    best: list[Keyword] = []
+    for k in candidates:
+        n = len(k.words)
+        if i + n > len(toks) or (best and n < len(best[0].words)):
+            continue
+        if all(
+            _phrase_word(k.words[j], toks[i + j], k.prefix and j == n - 1, rules.endings) for j in range(1, n)
+        ):
+            best = [k] if not best or n > len(best[0].words) else [*best, k]
+    return best
 
 
-def featurize(title: str | None, attendees: int | None = None) -> list[str]:
-    """Whole words, character 2-4-grams of each padded word, and an attendee bucket."""
-    feats: list[str] = []
-    for w in normalize(title).split():
-        feats.append(f"w:{w}")
-        padded = f" {w} "
-        for n in NGRAMS:
-            feats.extend(f"c:{padded[i : i + n]}" for i in range(len(padded) - n + 1))
-    if attendees is not None:
-        feats.append("a:solo" if attendees <= 1 else ("a:few" if attendees <= 4 else "a:many"))
-    return feats
+def keyword_hits(text: str | None, rules: KeywordRules | None = None, phrases_only: bool = False) -> list[Keyword]:
+    """Every keyword ``text`` matches, left to right; a phrase uses up its words."""
+    rules = rules or keyword_rules()
+    toks = tokens(text)
+    hits: list[Keyword] = []
+    i = 0
+    while i < len(toks):
+        phrase = _phrase_at(rules, toks, i)
+        if phrase:
+            hits.extend(phrase)
+            i += len(phrase[0].words)
+            continue
+        if not phrases_only:
+            hits.extend(_word_hits(rules, toks[i]))
+        i += 1
+    if text and not phrases_only:
+        hits.extend(k for k in rules.emoji if k.text in text)
+    return hits
 
 
-def rule_features(title: str | None, attendees: int | None) -> np.ndarray:
-    """One-hot of the keyword rule's label (zeros when no keyword matched)."""
-    v = np.zeros(len(LABELS))
-    c = rule_classify(title, None, attendees)
-    if c.method == "rules" and c.label in LABELS:
-        v[LABELS.index(c.label)] = 1.0
-    return v
+def _decide(hits: list[Keyword], rules: KeywordRules, method: str) -> Classification | None:
+    for strong, order in ((True, rules.strong_order), (False, rules.weak_order)):
+        tier_hits = [k for k in hits if k.strong == strong]
+        if not tier_hits:
+            continue
+        rank = {g: i for i, g in enumerate(order)}
+        best = min(tier_hits, key=lambda k: rank[k.group if strong else k.label])
+        label = best.label
+        names = tuple(dict.fromkeys(k.text for k in tier_hits if k.label == label))
+        tier = "strong" if strong else "weak"
+        if method == "description":
+            conf = rules.confidence["description"]
+        else:
+            contested = len({k.label for k in tier_hits}) > 1
+            conf = rules.confidence[f"{tier}_contested" if contested else tier]
+        return Classification(_as_action(label), conf, method, label, names, tier)
+    return None
 
 
-@dataclass
-class TextClassifier:
-    """Multinomial logistic regression on L2-normalised n-gram counts plus the keyword hit.
-
-    Deterministic full-batch gradient descent from zero weights (no randomness at all).
-    The keyword rule's label is an input feature (scaled by ``rule_scale``): the model learns
-    when to trust a keyword and falls back on the n-grams where no keyword matched.
-    """
-
-    labels: tuple[str, ...] = LABELS
-    c: float = LR_C
-    rule_scale: float = LR_RULE_SCALE
-    epochs: int = LR_EPOCHS
-    lr: float = LR_RATE
-    use_rules: bool = True
-    vocab: dict[str, int] = field(default_factory=dict)
-    w: np.ndarray | None = None
-    b: np.ndarray | None = None
-
-    def _vec(self, title: str | None, attendees: int | None) -> np.ndarray:
-        v = np.zeros(len(self.vocab))
-        for f in featurize(title, attendees):
-            j = self.vocab.get(f)
-            if j is not None:
-                v[j] += 1.0
-        n = np.linalg.norm(v)
-        if n > 0:
-            v /= n
-        if self.use_rules:
-            v = np.concatenate([v, self.rule_scale * rule_features(title, attendees)])
-        return v
-
-    def fit(self, rows: Sequence[LabelledEvent]) -> TextClassifier:
-        for r in rows:
-            for f in featurize(r.title, r.attendees):
-                self.vocab.setdefault(f, len(self.vocab))
-        x = np.array([self._vec(r.title, r.attendees) for r in rows])
-        y = np.eye(len(self.labels))[[self.labels.index(r.label) for r in rows]]
-        n = len(rows)
-        # Gradient descent from w = 0 keeps w = x.T @ a (the L2 penalty and the gradient both
-        # live in the row space of x), so iterate on a with the n x n Gram matrix: the same
-        # numbers as the primal updates, at a fraction of the cost.
-        gram = x @ x.T
-        a = np.zeros((n, len(self.labels)))
-        b = np.zeros(len(self.labels))
-        for _ in range(self.epochs):
-            # einsum, not @: a multi-threaded BLAS call per step is slow on a busy machine.
-            z = np.einsum("ij,jk->ik", gram, a) + b
-            z -= z.max(axis=1, keepdims=True)
-            p = np.exp(z)
-            p /= p.sum(axis=1, keepdims=True)
-            g = (p - y) / n
-            a -= self.lr * (g + a / (self.c * n))
-            b -= self.lr * g.sum(axis=0)
-        w = x.T @ a
-        self.w, self.b = w, b
-        return self
-
-    def predict_proba(self, title: str | None, attendees: int | None = None) -> dict[str, float]:
-        """Class probabilities; all zeros when the title has no known feature and no keyword."""
-        v = self._vec(title, attendees)
-        if not v.any():
-            return {lab: 0.0 for lab in self.labels}
-        z = v @ self.w + self.b
-        p = np.exp(z - z.max())
-        p /= p.sum()
-        return {lab: float(x) for lab, x in zip(self.labels, p, strict=True)}
-
-
-@dataclass(frozen=True)
-class LabelledEvent:
-    title: str
-    attendees: int | None
-    lang: str
-    label: str
-    split: str
-
-
-@cache
-def labelled_events() -> tuple[LabelledEvent, ...]:
-    text = resources.files("mapping").joinpath("data/labelled_events.csv").read_text()
-    rows = []
-    for r in csv.DictReader(text.splitlines()):
-        if r["label"] not in LABELS or r["split"] not in ("train", "test"):
-            raise ValueError(f"labelled_events.csv: bad row {r}")
-        att = int(r["attendees"]) if r["attendees"] else None
-        rows.append(LabelledEvent(r["title"], att, r["lang"], r["label"], r["split"]))
-    return tuple(rows)
-
-
-def train(rows: Iterable[LabelledEvent], **kwargs: Any) -> TextClassifier:
-    return TextClassifier(**kwargs).fit(list(rows))
-
-
-@cache
-def learned_model() -> TextClassifier:
-    """The model trained on the ``train`` split (at first use; deterministic)."""
-    return train(r for r in labelled_events() if r.split == "train")
-
-
-@cache
-def ngram_only_model() -> TextClassifier:
-    """The same model without the keyword feature (for the comparison in the README)."""
-    return train((r for r in labelled_events() if r.split == "train"), use_rules=False)
-
-
-def learned_classify(
-    title: str | None, attendees: int | None = None, model: TextClassifier | None = None
-) -> Classification:
-    model = model or learned_model()
-    proba = model.predict_proba(title, attendees)
-    if not any(proba.values()):
-        return Classification(None, 0.0, "none", None)
-    label = max(proba, key=lambda lab: proba[lab])
-    conf = proba[label]
-    if conf < MIN_CONFIDENCE:
-        return Classification(None, 0.0, "none", None)
-    return Classification(_as_action(label), conf, "learned", label)
+# --- the classifier -------------------------------------------------------------------------
 
 
 def classify_event(
@@ -341,74 +330,42 @@ def classify_event(
     description: str | None = None,
     attendees: int | None = None,
     event_type: str | None = None,
-    model: TextClassifier | None = None,
 ) -> Classification:
-    """The classifier `rhythm map` uses (see the module docstring)."""
-    if model is None:
-        return _classify_cached(title, description, attendees, event_type)
-    return _classify(title, description, attendees, event_type, model)
+    """Title (and, where the title says nothing, description and attendees) -> a class.
+
+    See the module docstring for the order of the rules.
+    """
+    return _classify(
+        title if isinstance(title, str) else None,
+        description if isinstance(description, str) else None,
+        attendees if isinstance(attendees, int) else None,
+        event_type if isinstance(event_type, str) else None,
+    )
 
 
 @lru_cache(maxsize=16384)
-def _classify_cached(
+def _classify(
     title: str | None, description: str | None, attendees: int | None, event_type: str | None
 ) -> Classification:
-    return _classify(title, description, attendees, event_type, learned_model())
-
-
-def _classify(
-    title: str | None,
-    description: str | None,
-    attendees: int | None,
-    event_type: str | None,
-    model: TextClassifier,
-) -> Classification:
-    rule = rule_classify(title, description, attendees, event_type)
-    if rule.method == "event_type":
-        return rule
-    text = title if normalize(title) else description
-    if not normalize(text):
-        return rule  # no words: the attendee fallback, or nothing
-    learned = learned_classify(text, attendees, model)
-    if learned.label is not None:
-        matched = rule.matched if rule.label == learned.label else ()
-        return Classification(learned.action, learned.confidence, "learned", learned.label, matched)
-    return rule  # the attendee fallback, or nothing
-
-
-def evaluate(split: str = "test", model: TextClassifier | None = None) -> dict[str, Any]:
-    """Accuracy of the rules, the learned model and its n-gram-only variant on a split.
-
-    OTHER counts as a label: predicting no action for an OTHER event is right.
-    """
-    rows = [r for r in labelled_events() if r.split == split]
-    model = model or learned_model()
-
-    def lab(c: Classification) -> str:
-        return c.label if c.label in LABELS else OTHER
-
-    res = {"rules": 0, "learned": 0, "ngrams_only": 0}
-    ngram_model = ngram_only_model()
-    per_lang: dict[str, dict[str, int]] = {}
-    for r in rows:
-        preds = {
-            "rules": lab(rule_classify(r.title, None, r.attendees)),
-            "learned": lab(learned_classify(r.title, r.attendees, model)),
-            "ngrams_only": lab(learned_classify(r.title, r.attendees, ngram_model)),
-        }
-        pl = per_lang.setdefault(r.lang, {"n": 0, "rules": 0, "learned": 0, "ngrams_only": 0})
-        pl["n"] += 1
-        for k, p in preds.items():
-            ok = int(p == r.label)
-            res[k] += ok
-            pl[k] += ok
-    n = len(rows)
-    return {
-        "split": split,
-        "n": n,
-        **{f"{k}_accuracy": round(v / n, 4) if n else 0.0 for k, v in res.items()},
-        "per_language": per_lang,
-    }
+    rules = keyword_rules()
+    if event_type and event_type in rules.event_types:
+        label = rules.event_types[event_type]
+        return Classification(
+            _as_action(label), rules.confidence["event_type"], "event_type", label, (event_type,)
+        )
+    decided = _decide(keyword_hits(title, rules), rules, "title")
+    if decided is not None:
+        return decided
+    if description:
+        text = _TAG.sub(" ", description[: rules.description_max_chars])
+        decided = _decide(keyword_hits(text, rules, phrases_only=True), rules, "description")
+        if decided is not None:
+            return decided
+    if attendees is not None and attendees >= rules.attendee_meeting_min:
+        return Classification(
+            "ADMIN_WORK", rules.confidence["attendees"], "attendees", "ADMIN_WORK", (f"{attendees} attendees",)
+        )
+    return Classification(None, 0.0, "none", None)
 
 
 # --- slot actions ---------------------------------------------------------------------------
@@ -477,8 +434,3 @@ def overlap_min(a_start: Any, a_end: Any, b_start: Any, b_end: Any) -> float:
     """Minutes two intervals overlap (any comparable datetimes)."""
     s, e = max(a_start, b_start), min(a_end, b_end)
     return max(0.0, (e - s).total_seconds() / 60.0)
-
-
-def proba_table(title: str, attendees: int | None = None) -> Mapping[str, float]:
-    """The learned model's probabilities for one title (for explanations and tests)."""
-    return learned_model().predict_proba(title, attendees)
