@@ -132,7 +132,7 @@ def test_unknown_titles_with_work_words_in_the_description_get_no_action(title, 
 
 
 @settings(max_examples=200, deadline=None)
-@given(title=st.text(alphabet="qxzjwvkq0123456789 _#()-", max_size=30))
+@given(title=st.text(alphabet="qxzjwvkq023456789 _#()-", max_size=30))  # no "1": "1_1" is a 1:1
 def test_unknown_words_give_no_action(title):
     c = classify_event(title)
     assert c.action is None and c.label is None and c.method == "none"
