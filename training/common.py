@@ -1,6 +1,7 @@
-"""Shared by the training scripts: args dataclasses on the command line, seeding, and the
+"""Shared by the training scripts: args dataclasses on the command line, seeding, the
 output folder every stage writes (``args.json`` + ``manifest.json``: git commit, versions,
-input data hashes), so that each artefact says how it was made (STYLE rule 11).
+input data hashes), so that each artefact says how it was made (STYLE rule 11), and quiet
+logs (transformers, peft, llama.cpp).
 """
 
 from __future__ import annotations
@@ -178,6 +179,20 @@ def quiet_libraries() -> None:
         return
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
+
+
+_SILENT: list = []
+
+
+def silence_llama_cpp() -> None:
+    """Route llama.cpp's C logging (quantize tables, loader dumps) to nowhere."""
+    import ctypes
+
+    import llama_cpp
+
+    if not _SILENT:
+        _SILENT.append(llama_cpp.llama_log_callback(lambda level, text, user: None))
+        llama_cpp.llama_log_set(_SILENT[0], ctypes.c_void_p())
 
 
 def no_progress(stage: str, done: float, total: float | None) -> None:

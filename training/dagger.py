@@ -7,10 +7,10 @@ under llama.cpp, or a checkpoint under PyTorch), and the Bayesian teacher, shado
 observations, writes its own answer (action and belief) for every step. Stage 2 turns each
 such week into one sequence that shows the student's answers as context and trains on the
 teacher's, each inserted just before the student's and hidden from every later token
-(``training.sft.hidden_belief_layout``): the student learns to answer like the teacher after
+(``training.batches.hidden_belief_layout``): the student learns to answer like the teacher after
 a history that holds its own mistakes.
 
-Output: ``dagger.jsonl``, rollout records (``training.rollouts``) whose ``actions`` and
+Output: ``dagger.jsonl``, rollout records (``training.weeks``) whose ``actions`` and
 ``beliefs`` are the teacher's labels, plus ``student_actions`` and ``student_beliefs`` (what
 was played and shown) and ``student_grade``.
 
@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from training.checkpoints import checkpoint_prompt_format, load_student, write_gguf
 from training.common import (
     Progress,
     finish_output,
@@ -36,8 +37,9 @@ from training.common import (
     parse_args,
     prepare_output,
     seed_everything,
+    silence_llama_cpp,
 )
-from training.rollouts import FORMAT, _obs, write_weeks
+from training.weeks import FORMAT, observation_record, teacher_policy, write_weeks
 
 DAGGER_FORMAT = "rhythm-dagger/1"
 
@@ -64,7 +66,6 @@ def _student(path: str):
     if p.suffix == ".gguf":
         from agent.llm_policy import LLMPolicy
         from agent.runtime import LlamaCppModel
-        from training.export import silence_llama_cpp
 
         silence_llama_cpp()
         return LLMPolicy(LlamaCppModel(p, n_ctx=2048, n_threads=1), form="compact", max_tokens=24)
@@ -78,7 +79,7 @@ def relabel_week(student, teacher, env, seed: int, condition: str) -> dict[str, 
     obs, info = env.reset(seed=int(seed))
     student.reset(int(seed))
     teacher.reset(int(seed))
-    observations = [_obs(obs)]
+    observations = [observation_record(obs)]
     labels_a, labels_b, played_a, played_b = [], [], [], []
     terminated = False
     while not terminated:
@@ -90,7 +91,7 @@ def relabel_week(student, teacher, env, seed: int, condition: str) -> dict[str, 
         played_b.append(None if sb is None else [round(float(x), 4) for x in np.asarray(sb)])
         step = int(sa) if sb is None else {"action": int(sa), "belief": np.asarray(sb, float)}
         obs, _, terminated, _, info = env.step(step)
-        observations.append(_obs(obs))
+        observations.append(observation_record(obs))
     return {
         "format": FORMAT,
         "dagger": DAGGER_FORMAT,
@@ -110,10 +111,9 @@ def relabel_week(student, teacher, env, seed: int, condition: str) -> dict[str, 
 
 def _worker(job: tuple[list[int], str, str]) -> list[str]:
     from simulator.env import RhythmEnv
-    from training.rollouts import _policy
 
     seeds, student_path, condition = job
-    student, teacher = _student(student_path), _policy("bayes")
+    student, teacher = _student(student_path), teacher_policy("bayes")
     env = RhythmEnv(condition=condition)
     return [
         json.dumps(relabel_week(student, teacher, env, s, condition), separators=(",", ":"))
@@ -124,9 +124,6 @@ def _worker(job: tuple[list[int], str, str]) -> list[str]:
 def student_gguf(checkpoint: Path, out: Path) -> Path:
     """An f32 GGUF of a checkpoint folder, so the student plays under llama.cpp (about 3x
     faster than PyTorch; the export stage's parity check shows they answer alike)."""
-    from training.export import load_student, write_gguf
-    from training.sft import checkpoint_prompt_format
-
     model = load_student(checkpoint, "")
     return write_gguf(
         model,

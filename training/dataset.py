@@ -42,13 +42,10 @@ from training.common import (
     prepare_output,
     seed_everything,
 )
-from training.rollouts import read_rollouts
+from training.tokens import CORRECTION, EOS, load_tokenizer
+from training.weeks import read_rollouts
 
-EOS = "<|endoftext|>"
 FORMAT = "rhythm-dataset/1"
-#: ``mask`` value of the tokens of a belief written right after a stale stretch
-#: (:func:`stale_beliefs`); 1 marks every other answer token.
-CORRECTION = 2
 #: Spread of a stale belief around the last good one (per dimension, clipped to [0, 1]).
 STALE_SD = 0.12
 _TARGET_RE = re.compile(
@@ -184,9 +181,9 @@ def stale_beliefs(
 def mark_stale(
     mask: np.ndarray, hide: np.ndarray, stale: list[int], corrections: list[int]
 ) -> np.ndarray:
-    """``mask`` with no target on the beliefs of ``stale`` steps and :data:`CORRECTION` on
-    those of ``corrections`` (``hide`` numbers the belief spans from 1, see
-    :func:`encode_episode`)."""
+    """``mask`` with no target on the beliefs of ``stale`` steps and
+    :data:`training.tokens.CORRECTION` on those of ``corrections`` (``hide`` numbers the
+    belief spans from 1, see :func:`encode_episode`)."""
     out = mask.copy()
     for k in stale:
         out[hide == k + 1] = 0
@@ -245,13 +242,6 @@ def train_tokenizer(texts: list[str], vocab_size: int):
     return tok
 
 
-def load_tokenizer(path: str | Path):
-    """``tokenizer.json`` through ``tokenizers`` (not AutoTokenizer; see local_llm.md)."""
-    from tokenizers import Tokenizer
-
-    return Tokenizer.from_file(str(path))
-
-
 def _mark(offsets: list[tuple[int, int]], spans: list[tuple[int, int]], n: int) -> np.ndarray:
     """1 at (1 + i) for each token i that lies inside one of ``spans`` (sorted)."""
     out = np.zeros(n, dtype=np.uint8)
@@ -267,7 +257,7 @@ def _mark(offsets: list[tuple[int, int]], spans: list[tuple[int, int]], n: int) 
 def encode_episode(tok, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(ids, mask, hide)``: ``<|endoftext|>`` + the text's tokens; ``mask`` 1 on answer
     tokens; ``hide`` numbers the belief spans (1, 2, ...; 0 elsewhere), which a v2 student
-    sees only while writing them (:func:`training.sft.hidden_belief_layout`)."""
+    sees only while writing them (:func:`training.batches.hidden_belief_layout`)."""
     enc = tok.encode(text)
     ids = np.array([tok.token_to_id(EOS), *enc.ids], dtype=np.int32)
     offs = list(enc.offsets)

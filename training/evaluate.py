@@ -32,6 +32,7 @@ from training.common import (
     prepare_output,
     quiet_libraries,
     seed_everything,
+    silence_llama_cpp,
 )
 
 CONDITION_TITLES = {"in-dist": "in-dist", "ood": "OOD", "discrete": "discrete-3"}
@@ -90,7 +91,6 @@ def make_student(path: str, n_ctx: int):
     if p.suffix == ".gguf":
         from agent.llm_policy import LLMPolicy
         from agent.runtime import LlamaCppModel
-        from training.export import silence_llama_cpp
 
         silence_llama_cpp()
         timed = TimedModel(LlamaCppModel(p, n_ctx=n_ctx, n_threads=1))

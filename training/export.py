@@ -1,6 +1,7 @@
 """Stage 5: export the student to GGUF, quantize it, and check greedy parity with PyTorch.
 
-1. Load the checkpoint (stage 3, or stage 4 with ``--adapter``: the LoRA is merged with peft).
+1. Load the checkpoint (stage 3, or stage 4 with ``--adapter``: the LoRA is merged with peft;
+   training/checkpoints.py).
 2. Write an f32 GGUF with :func:`agent.gguf_writer.write_llama_gguf` (the ``gguf`` package's
    writer; q/k permuted for llama.cpp, ``tokenizer.ggml.pre = "gpt-2"``, tied output,
    ``<|endoftext|>`` as BOS (added to every prompt) and EOS). Nothing is fetched.
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from training.checkpoints import checkpoint_prompt_format, load_student, write_gguf
 from training.common import (
     Progress,
     finish_output,
@@ -34,7 +36,9 @@ from training.common import (
     prepare_output,
     quiet_libraries,
     seed_everything,
+    silence_llama_cpp,
 )
+from training.weeks import read_rollouts
 
 QUANT_TYPES = {
     "f16": "LLAMA_FTYPE_MOSTLY_F16",
@@ -67,49 +71,6 @@ class Args:
     seed: int = help_field(0, "seed")
 
 
-def load_student(checkpoint: str | Path, adapter: str = ""):
-    """The PyTorch model (with a LoRA adapter merged in when given)."""
-    from transformers import LlamaForCausalLM
-
-    model = LlamaForCausalLM.from_pretrained(str(checkpoint)).eval()
-    if adapter:
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, adapter).merge_and_unload().eval()
-    return model
-
-
-def write_gguf(model, tokenizer_path: Path, path: Path, prompt_format: str = "rhythm v1") -> Path:
-    from agent.gguf_writer import LlamaConfig, write_llama_gguf
-    from training.dataset import EOS, load_tokenizer
-
-    tok = load_tokenizer(tokenizer_path)
-    eos = tok.token_to_id(EOS)
-    config = LlamaConfig.from_hf(
-        model.config, bos_token_id=eos, eos_token_id=eos, add_bos_token=True, name="rhythm-student"
-    )
-    tensors = dict(model.state_dict())
-    if model.config.tie_word_embeddings:
-        tensors.pop("lm_head.weight", None)  # llama.cpp ties the output to token_embd
-    from agent.prompting import GGUF_FORMAT_KEY
-
-    return write_llama_gguf(
-        path, config, tensors, tok, dtype="f32", metadata={GGUF_FORMAT_KEY: prompt_format}
-    )
-
-
-_SILENT: list = []
-
-
-def silence_llama_cpp() -> None:
-    """Route llama.cpp's C logging (quantize tables, loader dumps) to nowhere."""
-    import llama_cpp
-
-    if not _SILENT:
-        _SILENT.append(llama_cpp.llama_log_callback(lambda level, text, user: None))
-        llama_cpp.llama_log_set(_SILENT[0], ctypes.c_void_p())
-
-
 def quantize(src: Path, dst: Path, kind: str, threads: int = 2) -> Path:
     import llama_cpp
 
@@ -128,7 +89,6 @@ def parity_prompts(
 ) -> list[dict[str, Any]]:
     from agent.prompting import render_compact
     from simulator import spec
-    from training.rollouts import read_rollouts
 
     prompts = []
     for k, rec in enumerate(read_rollouts(val_path)):
@@ -205,8 +165,6 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
             (merged / "checkpoint.json").write_bytes((ck / "checkpoint.json").read_bytes())
         ck = merged
     total = 2 + len(args.quants)
-    from training.sft import checkpoint_prompt_format
-
     fmt = checkpoint_prompt_format(ck)
     f32 = write_gguf(model, ck / "tokenizer.json", out / "student-f32.gguf", fmt)
     progress("export", 1, total)

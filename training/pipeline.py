@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from training import dagger, dataset, evaluate, export, reading_probe, refine, rollouts, sft
+from training.batches import prompt_format_of
+from training.checkpoints import checkpoint_prompt_format
 from training.common import (
     REPO_ROOT,
     Progress,
@@ -240,7 +242,7 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
 
     # does the student read the person, or copy the beliefs in its context? (v1 data only;
     # on the teacher's held-out weeks of stage 2, also after DAgger)
-    if sft.prompt_format_of(root / "dataset") == "rhythm v1":
+    if prompt_format_of(root / "dataset") == "rhythm v1":
         stage(
             "probe",
             reading_probe.main,
@@ -421,7 +423,7 @@ def ship(root: Path, dest: Path, args: Args) -> Path:
         "",
         f"- Architecture: Llama, {ck['parameters'] / 1e6:.2f}M parameters, config `{json.dumps(ck['config'])}`",
         f"- File: `student-q8_0.gguf`, {src.stat().st_size / 1e6:.2f} MB, llama.cpp (llama-cpp-python), decoded under `agent.prompting.OUTPUT_GBNF`: greedy action, each belief number the median of the model's distribution",
-        f"- Prompt: `agent.prompting.render_compact` (format `{sft.checkpoint_prompt_format(final_checkpoint(root))}`, stored in the GGUF as "
+        f"- Prompt: `agent.prompting.render_compact` (format `{checkpoint_prompt_format(final_checkpoint(root))}`, stored in the GGUF as "
         "`rhythm.prompt_format`), the whole week in context; answer `ACTION b=S,M,W`",
         f"- Data: {ck['data_stats']['episodes'] if ck.get('data_stats') else '?'} weeks of the Bayesian teacher (`bayes`) on "
         "in-distribution simulator profiles (seeds from 1,000,000; evaluation seeds are disjoint)",

@@ -7,7 +7,7 @@ the two apart on held-out weeks, teacher-forced, step by step:
 
 - **shown**: the week as it was trained, the teacher's earlier beliefs in the text;
 - **blind**: the same week with every earlier belief replaced by the one another week showed
-  at the same step (``training.sft.blind_beliefs``): the text looks like any week, but its
+  at the same step (``training.tokens.blind_beliefs``): the text looks like any week, but its
   beliefs say nothing of this person, so only reading can beat the constant guess.
 
 Each belief number is decoded as the median of the model's distribution over ``00``..``99``
@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from training.batches import load_split, prompt_format_of
 from training.common import (
     Progress,
     finish_output,
@@ -36,6 +37,13 @@ from training.common import (
     no_progress,
     parse_args,
     prepare_output,
+)
+from training.tokens import (
+    BeliefTokens,
+    belief_positions,
+    blind_beliefs,
+    donor_beliefs,
+    load_tokenizer,
 )
 
 DIMENSIONS = ("social", "morning", "work")
@@ -82,7 +90,6 @@ def probe(
     import torch
 
     from simulator import spec
-    from training.sft import BeliefTokens, belief_positions, blind_beliefs, donor_beliefs
 
     bt = BeliefTokens.of(tok)
     ids_of = (tok.token_to_id(f"{k:02d}") for k in range(100))
@@ -148,10 +155,6 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     import torch
     from transformers import LlamaForCausalLM
 
-    from training import sft
-    from training.dataset import load_tokenizer
-    from training.sft import load_split
-
     torch.set_num_threads(args.threads)
     data, ck = Path(args.data), Path(args.checkpoint)
     out = prepare_output(
@@ -160,7 +163,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     split = load_split(data, "val")
     if split is None:
         raise ValueError(f"{data} has no val.npz")
-    if sft.prompt_format_of(data) != "rhythm v1":
+    if prompt_format_of(data) != "rhythm v1":
         raise ValueError("the reading probe is for v1 data (v2 prompts show no earlier belief)")
     if "hide" in split:
         raise ValueError(f"{data} holds DAgger weeks; probe a dataset of teacher weeks")

@@ -2,7 +2,7 @@
 
 The deployment design keeps one base student for everyone and one small adapter per person,
 fine-tuned on that person's own history. This script is that code path: the same masked
-answer loss as stage 3 (training/sft.py), on a dataset of one person's weeks (stage 1 with
+answer loss as stage 3 (training/batches.py), on a dataset of one person's weeks (stage 1 with
 ``--profile``, stage 2 with the student's ``--tokenizer``), training only LoRA matrices on
 the attention and MLP projections. The adapter is saved with ``save_pretrained`` (a few
 hundred kB); training/export.py ``--adapter`` merges it before writing the GGUF.
@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from training.batches import batch_tensors, evaluate_split, load_split, masked_loss
 from training.common import (
     Progress,
     finish_output,
@@ -37,6 +38,7 @@ from training.common import (
     quiet_libraries,
     seed_everything,
 )
+from training.weeks import resolve_profile
 
 
 @dataclass
@@ -84,8 +86,6 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import LlamaForCausalLM
-
-    from training.sft import batch_tensors, evaluate_split, load_split, masked_loss
 
     seed_everything(args.seed)
     quiet_libraries()
@@ -147,7 +147,6 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         "args": asdict(args),
     }
     if args.person and args.eval_episodes:
-        from training.rollouts import resolve_profile
         from training.student import TorchStudent
 
         profile = resolve_profile(args.person)

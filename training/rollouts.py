@@ -2,9 +2,9 @@
 
 The teacher (default: the Bayesian agent ``bayes``) plays simulator weeks with fresh
 in-distribution profiles. Every line of ``rollouts.jsonl`` is one episode (format
-``rhythm-rollouts/1``): seed, condition, teacher, the 29 observations (reset + one per step,
-the keys the compact prompt needs), the teacher's 28 actions and beliefs, the true belief,
-the profile and the grade. Training seeds start at 1,000,000, far from the evaluation
+``rhythm-rollouts/1``, training/weeks.py): seed, condition, teacher, the 29 observations
+(reset + one per step, the keys the compact prompt needs), the teacher's 28 actions and
+beliefs, the true belief, the profile and the grade. Training seeds start at 1,000,000, far from the evaluation
 protocol's (0-99, 10000-10049).
 
     python -m training.rollouts --out runs/manual/rollouts --episodes 2000 --workers 2
@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -32,20 +30,13 @@ from training.common import (
     prepare_output,
     seed_everything,
 )
-
-FORMAT = "rhythm-rollouts/1"
-#: Observation keys kept per step (what agent.prompting.render_compact reads, plus deltas).
-OBS_KEYS = (
-    "t",
-    "slot",
-    "meters",
-    "deltas",
-    "anomalies",
-    "last_action",
-    "last_reward",
-    "active_event",
+from training.weeks import (
+    FORMAT,
+    observation_record,
+    resolve_profile,
+    teacher_policy,
+    write_weeks,
 )
-DECIMALS = 6
 
 
 @dataclass
@@ -69,40 +60,6 @@ class Args:
     seed: int = help_field(0, "global seed (the episodes are seeded by their own seeds)")
 
 
-def _policy(name: str):
-    from agent.policies import register_agent_policies
-    from simulator.policies import get_policy
-
-    register_agent_policies()
-    return get_policy(name)
-
-
-def _obs(o: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k in OBS_KEYS:
-        v = np.asarray(o[k]).reshape(-1)
-        out[k] = (
-            int(v[0])
-            if k in ("t", "slot", "last_action", "active_event")
-            else [round(float(x), DECIMALS) for x in v]
-        )
-    out["last_reward"] = out["last_reward"][0]
-    return out
-
-
-def resolve_profile(spec_text: str):
-    """``''`` -> None; a named profile; ``seed:N`` -> the in-distribution profile of seed N."""
-    if not spec_text:
-        return None
-    from simulator.profiles import Profile, named_profile, sample_profile
-
-    if spec_text.startswith("seed:"):
-        return sample_profile(int(spec_text[5:]), "in-dist")
-    p = named_profile(spec_text)
-    assert isinstance(p, Profile)
-    return p
-
-
 def play_episode(
     policy, env, seed: int, teacher: str, condition: str, profile=None
 ) -> dict[str, Any]:
@@ -112,7 +69,7 @@ def play_episode(
     policy.reset(int(seed))
     if hasattr(policy, "observe_truth"):
         policy.observe_truth(info)
-    observations, actions, beliefs = [_obs(obs)], [], []
+    observations, actions, beliefs = [observation_record(obs)], [], []
     terminated = False
     while not terminated:
         a, b = policy.act(obs)
@@ -124,7 +81,7 @@ def play_episode(
             int(a) if b is None else {"action": int(a), "belief": np.asarray(b, dtype=np.float64)}
         )
         obs, _, terminated, _, info = env.step(step)
-        observations.append(_obs(obs))
+        observations.append(observation_record(obs))
     grade = env.unwrapped.grade().to_dict()
     return {
         "format": FORMAT,
@@ -144,41 +101,13 @@ def _worker(job: tuple[list[int], str, str, str]) -> list[str]:
     from simulator.env import RhythmEnv
 
     seeds, teacher, condition, profile_text = job
-    policy = _policy(teacher)
+    policy = teacher_policy(teacher)
     env = RhythmEnv(condition=condition)
     profile = resolve_profile(profile_text)
     return [
         json.dumps(play_episode(policy, env, s, teacher, condition, profile), separators=(",", ":"))
         for s in seeds
     ]
-
-
-def write_weeks(
-    path: Path, worker, jobs: list, workers: int, grade_key: str, progress
-) -> tuple[int, list[float], list[float]]:
-    """Run ``worker`` over ``jobs`` (in ``workers`` processes, results in job order, so the
-    file is deterministic), write its JSONL lines to ``path``; returns ``(weeks, final
-    scores, belief_maes)`` read from each record's ``grade_key``."""
-    done, scores, maes = 0, [], []
-    with path.open("w") as f:
-        # spawn: a fresh interpreter per worker (the parent may hold torch or llama.cpp state)
-        ctx = get_context("spawn")
-        pool = ProcessPoolExecutor(workers, mp_context=ctx) if workers > 1 else None
-        results = pool.map(worker, jobs) if pool is not None else map(worker, jobs)
-        try:
-            for lines in results:
-                for line in lines:
-                    f.write(line + "\n")
-                    g = json.loads(line)[grade_key]
-                    scores.append(g["final_score"])
-                    if g["belief_mae"] is not None:
-                        maes.append(g["belief_mae"])
-                done += len(lines)
-                progress(done)
-        finally:
-            if pool is not None:
-                pool.shutdown()
-    return done, scores, maes
 
 
 def main(args: Args, progress: Progress = no_progress) -> Path:
@@ -209,18 +138,6 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         f"rollouts: {done} episodes in {summary['seconds']} s, teacher final_score {summary['teacher_final_score']:.3f}"
     )
     return path
-
-
-def read_rollouts(path: str | Path):
-    """Iterate over the episode records of a rollouts JSONL (checks the format)."""
-    with open(path) as f:
-        for i, line in enumerate(f):
-            rec = json.loads(line)
-            if rec.get("format") != FORMAT:
-                raise ValueError(
-                    f"{path}:{i + 1}: expected format {FORMAT}, got {rec.get('format')!r}"
-                )
-            yield rec
 
 
 if __name__ == "__main__":

@@ -26,6 +26,14 @@ from typing import Any
 
 import numpy as np
 
+from training.batches import (
+    batch_tensors,
+    evaluate_split,
+    forward_hidden,
+    load_split,
+    masked_loss,
+    prompt_format_of,
+)
 from training.common import (
     Progress,
     finish_output,
@@ -37,6 +45,14 @@ from training.common import (
     prepare_output,
     quiet_libraries,
     seed_everything,
+)
+from training.tokens import (
+    EOS,
+    BeliefTokens,
+    blind_beliefs,
+    donor_beliefs,
+    load_tokenizer,
+    step_starts,
 )
 
 CHECKPOINT_FORMAT = "rhythm-student/1"
@@ -94,14 +110,6 @@ class Args:
     )
 
 
-def load_split(data: str | Path, name: str) -> dict[str, np.ndarray] | None:
-    p = Path(data) / f"{name}.npz"
-    if not p.exists():
-        return None
-    with np.load(p) as z:
-        return {k: z[k] for k in z.files}
-
-
 def build_model(args: Args, vocab_size: int, eos_id: int):
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -124,167 +132,6 @@ def build_model(args: Args, vocab_size: int, eos_id: int):
     return LlamaForCausalLM(config)
 
 
-def hidden_belief_layout(hide: np.ndarray) -> tuple[Any, Any]:
-    """``(position_ids (B, L), attention mask (B, 1, L, L) bool)`` for format v2 sequences.
-
-    ``hide`` (B, L) numbers the belief spans (dataset stage). A span is visible only to its
-    own tokens (the student writing it), never to later ones, and the tokens after it take
-    the positions they would have without it: training on the whole week in one sequence
-    then computes exactly what llama.cpp computes on a v2 prompt, which leaves past beliefs
-    out (checked by the tests)."""
-    import torch
-
-    b, n = hide.shape
-    pos = np.tile(np.arange(n, dtype=np.int64), (b, 1))
-    end = np.full((b, n), -1, dtype=np.int64)  # per key: last index of its span
-    for r in range(b):
-        h = hide[r].astype(np.int64)
-        spans = np.flatnonzero(h)
-        if not len(spans):
-            continue
-        ids = h[spans]
-        starts = spans[np.r_[True, ids[1:] != ids[:-1]]]
-        stops = spans[np.r_[ids[1:] != ids[:-1], True]]
-        for a, z in zip(starts, stops, strict=True):
-            pos[r, z + 1 :] -= z - a + 1  # a span's own tokens keep the earlier spans' shift
-            end[r, a : z + 1] = z
-    q = torch.arange(n).view(1, n, 1)
-    k = torch.arange(n).view(1, 1, n)
-    end_t = torch.from_numpy(end).view(b, 1, n)
-    allowed = (k <= q) & ((end_t < 0) | (q <= end_t))
-    return torch.from_numpy(pos), allowed.unsqueeze(1)
-
-
-def forward_hidden(model, ids, hide=None):
-    """Last hidden states; with ``hide`` (v2) under :func:`hidden_belief_layout`."""
-    if hide is None:
-        return model.model(input_ids=ids).last_hidden_state
-    pos, allowed = hidden_belief_layout(hide.cpu().numpy())
-    dev = ids.device
-    return model.model(
-        input_ids=ids, position_ids=pos.to(dev), attention_mask=allowed.to(dev)
-    ).last_hidden_state
-
-
-def masked_loss(
-    model,
-    ids,
-    mask,
-    hide=None,
-    belief_weight: float = 1.0,
-    correction_weight: float = 1.0,
-    hidden=None,
-    labels=None,
-):
-    """Cross-entropy over the answer tokens (``mask`` > 0), and the number of them; belief
-    tokens (``hide`` > 0, v2 data) weigh ``belief_weight``, the tokens of a belief written
-    after a stale stretch (``mask`` == ``training.dataset.CORRECTION``) ``correction_weight``.
-    ``labels``: the token ids to predict where they differ from the input ``ids`` (blinded
-    weeks, :func:`blind_beliefs`)."""
-    import torch.nn.functional as F
-
-    from training.dataset import CORRECTION
-
-    if hidden is None:
-        hidden = forward_hidden(model, ids, hide)
-    hidden = hidden[:, :-1]
-    sel = mask[:, 1:] > 0
-    logits = model.lm_head(hidden[sel])
-    targets = (ids if labels is None else labels)[:, 1:][sel]
-    losses = F.cross_entropy(logits.float(), targets.long(), reduction="none")
-    weighted_beliefs = hide is not None and belief_weight != 1.0
-    if not weighted_beliefs and correction_weight == 1.0:
-        return losses.mean(), int(sel.sum())
-    w = losses.new_ones(losses.shape)
-    if weighted_beliefs:
-        w = w + (belief_weight - 1.0) * (hide[:, 1:][sel] > 0).float()
-    if correction_weight != 1.0:
-        w = w * (1.0 + (correction_weight - 1.0) * (mask[:, 1:][sel] == CORRECTION).float())
-    return (losses * w).sum() / w.sum(), int(sel.sum())
-
-
-@dataclass
-class BeliefTokens:
-    """Token ids that make up a rendered belief ``b=.42,.71,.30`` (the two-digit numbers and
-    the ``=.`` / ``,.`` pieces in front of them, as the stage 2 tokenizer splits it) and
-    the ``SLOT:`` that opens each step line."""
-
-    digits: np.ndarray
-    lead: int
-    comma: int
-    slots: np.ndarray
-    colon: int
-
-    @classmethod
-    def of(cls, tok) -> BeliefTokens:
-        from simulator import spec
-
-        def ids(pieces) -> np.ndarray:
-            found = (tok.token_to_id(p) for p in pieces)
-            return np.array([i for i in found if i is not None], dtype=np.int64)
-
-        return cls(
-            ids(f"{k:02d}" for k in range(100)),
-            tok.token_to_id("=.") if tok.token_to_id("=.") is not None else -1,
-            tok.token_to_id(",.") if tok.token_to_id(",.") is not None else -1,
-            ids(spec.SLOTS),
-            tok.token_to_id(":") if tok.token_to_id(":") is not None else -1,
-        )
-
-
-def belief_positions(ids: np.ndarray, bt: BeliefTokens) -> tuple[np.ndarray, np.ndarray]:
-    """The beliefs written in one week (the teacher's, stale or not): the positions of their
-    three numbers, (beliefs, 3), and the step each belongs to, (beliefs,). A belief that is
-    not three two-digit numbers (``1.00``) is left out."""
-    ids = np.asarray(ids)
-    n = len(ids)
-    start = np.flatnonzero((ids[:-1] == bt.lead) & np.isin(ids[1:], bt.digits)) + 1
-    start = start[start + 4 < n]
-    ok = (
-        (ids[start + 1] == bt.comma)
-        & np.isin(ids[start + 2], bt.digits)
-        & (ids[start + 3] == bt.comma)
-        & np.isin(ids[start + 4], bt.digits)
-    )
-    start = start[ok]
-    lines = step_starts(ids, n, bt.slots, bt.colon)
-    steps = np.searchsorted(lines, start) - 1
-    return np.stack([start, start + 2, start + 4], axis=1), steps
-
-
-def donor_beliefs(ids: np.ndarray, bt: BeliefTokens, steps: int) -> np.ndarray:
-    """(steps, 3) belief-number tokens a week showed at each step; -1 where none is readable."""
-    pos, at = belief_positions(ids, bt)
-    out = np.full((steps, 3), -1, dtype=np.int64)
-    keep = (at >= 0) & (at < steps)
-    out[at[keep]] = ids[pos[keep]]
-    return out
-
-
-def blind_beliefs(
-    ids: np.ndarray,
-    lengths: np.ndarray,
-    rows: np.ndarray,
-    donors: list[np.ndarray],
-    bt: BeliefTokens,
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """A copy of ``ids`` in which, for each row in ``rows``, every belief but the last is
-    replaced by the belief another week showed at the same step (``donors``: random other
-    weeks' :func:`donor_beliefs`). The context beliefs then look like any week's but say
-    nothing of this person. Only the input changes; the caller keeps ``ids`` as the labels."""
-    out = ids.copy()
-    for r in rows:
-        pos, at = belief_positions(ids[r, : int(lengths[r])], bt)
-        if len(pos) < 2:
-            continue
-        donor = donors[int(rng.integers(len(donors)))]
-        for p, k in zip(pos[:-1], at[:-1], strict=True):
-            if 0 <= k < len(donor) and donor[k, 0] >= 0:
-                out[r, p] = donor[k]
-    return out
-
-
 def aux_loss(head, hidden, targets):
     """Mean squared error of ``sigmoid(head(hidden))`` against the teacher's next belief
     (``targets`` (B, L, 3), NaN where there is none); 0 when no token has one."""
@@ -293,12 +140,6 @@ def aux_loss(head, hidden, targets):
         return hidden.new_zeros(())
     pred = head(hidden[valid].float()).sigmoid()
     return ((pred - targets[valid].float()) ** 2).mean()
-
-
-def step_starts(ids: np.ndarray, length: int, slot_ids: np.ndarray, colon: int) -> np.ndarray:
-    """Positions where the step lines of one week start (``SLOT:``), in order."""
-    ids = ids[:length]
-    return np.flatnonzero(np.isin(ids[:-1], slot_ids) & (ids[1:] == colon))
 
 
 def prefix_lengths(split: dict[str, np.ndarray], tok) -> np.ndarray:
@@ -316,81 +157,6 @@ def prefix_lengths(split: dict[str, np.ndarray], tok) -> np.ndarray:
         cuts = [int(c) for c in starts[1:steps]]
         out[r, 1:] = (cuts + [int(n)] * steps)[:steps]
     return out
-
-
-def batch_tensors(split: dict[str, np.ndarray], idx: np.ndarray, cut: np.ndarray | None = None):
-    """``(ids, mask, hide or None)`` of episodes ``idx``, cut to the longest; with ``cut``
-    (one length per episode) every episode ends there (the answers after it are no targets)."""
-    import torch
-
-    if cut is not None:
-        n = int(cut.max())
-        mask = split["mask"][idx, :n].astype(np.int64)
-        mask[np.arange(n)[None, :] >= cut[:, None]] = 0
-        hide = split.get("hide")
-        return (
-            torch.from_numpy(split["ids"][idx, :n].astype(np.int64)),
-            torch.from_numpy(mask),
-            None if hide is None else torch.from_numpy(hide[idx, :n].astype(np.int64)),
-        )
-    n = int(split["lengths"][idx].max())
-    hide = split.get("hide")
-    return (
-        torch.from_numpy(split["ids"][idx, :n].astype(np.int64)),
-        torch.from_numpy(split["mask"][idx, :n].astype(np.int64)),
-        None if hide is None else torch.from_numpy(hide[idx, :n].astype(np.int64)),
-    )
-
-
-def evaluate_split(
-    model, split, batch_size: int, bf16: bool, device: str = "cpu"
-) -> dict[str, float]:
-    """Val loss on answer tokens and teacher-forced accuracy of the answers' first token
-    (the action) and of all answer tokens."""
-    import torch
-
-    model.eval()
-    tot, n, first_ok, first_n, all_ok = 0.0, 0, 0, 0, 0
-    with torch.no_grad(), torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=bf16):
-        for lo in range(0, len(split["ids"]), batch_size):
-            idx = np.arange(lo, min(lo + batch_size, len(split["ids"])))
-            ids, mask, hide = (
-                None if t is None else t.to(device) for t in batch_tensors(split, idx)
-            )
-            hidden = forward_hidden(model, ids, hide)[:, :-1]
-            sel = mask[:, 1:] > 0
-            logits = model.lm_head(hidden[sel]).float()
-            targets = ids[:, 1:][sel]
-            tot += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
-            n += int(sel.sum())
-            pred = logits.argmax(-1)
-            all_ok += int((pred == targets).sum())
-            m = (mask[:, 1:] > 0).long()
-            first = (m == 1) & (torch.nn.functional.pad(m, (1, 0))[:, :-1] == 0)
-            fsel = first[sel]
-            first_ok += int((pred[fsel] == targets[fsel]).sum())
-            first_n += int(fsel.sum())
-    model.train()
-    return {
-        "val_loss": tot / max(n, 1),
-        "val_token_acc": all_ok / max(n, 1),
-        "val_action_acc": first_ok / max(first_n, 1),
-    }
-
-
-def prompt_format_of(data: str | Path) -> str:
-    """The prompt format of a stage 2 dataset (``rhythm v1`` for datasets made before v2)."""
-    p = Path(data) / "stats.json"
-    stats = json.loads(p.read_text()) if p.exists() else {}
-    return stats.get("prompt_format", "rhythm v1")
-
-
-def checkpoint_prompt_format(checkpoint: str | Path) -> str:
-    """The prompt format a checkpoint folder was trained on."""
-    p = Path(checkpoint) / "checkpoint.json"
-    desc = json.loads(p.read_text()) if p.exists() else {}
-    fmt = desc.get("prompt_format", "rhythm v1")
-    return fmt if fmt in ("rhythm v1", "rhythm v2") else "rhythm v1"
 
 
 def save_checkpoint(
@@ -475,8 +241,6 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         args.out, "sft", args, [data / "train.npz", data / "val.npz", data / "tokenizer.json"]
     )
     train, val = load_split(data, "train"), load_split(data, "val")
-    from training.dataset import EOS, load_tokenizer
-
     tok = load_tokenizer(data / "tokenizer.json")
     eos = tok.token_to_id(EOS)
     if args.init_from:

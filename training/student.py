@@ -20,10 +20,11 @@ import regex
 from agent.prompting import belief_digits_next, median_number, parse_output, render_compact
 from simulator import spec
 from simulator.policies import heuristic_action
+from training.checkpoints import checkpoint_prompt_format
+from training.tokens import EOS, load_tokenizer
 
 _NUM = r"(?:0?\.[0-9][0-9]|1\.00)"
 ANSWER_PATTERN = regex.compile(rf"(?:{'|'.join(spec.ACTIONS)}) b={_NUM},{_NUM},{_NUM}")
-EOS = "<|endoftext|>"
 
 
 class GrammarDecoder:
@@ -72,15 +73,12 @@ class TorchStudent:
         belief_median: bool = True,
     ) -> None:
         import torch
-        from tokenizers import Tokenizer
         from transformers import LlamaForCausalLM
 
         torch.set_num_threads(threads)
         self.model = LlamaForCausalLM.from_pretrained(str(checkpoint)).eval()
-        self.tok = Tokenizer.from_file(str(Path(checkpoint) / "tokenizer.json"))
+        self.tok = load_tokenizer(Path(checkpoint) / "tokenizer.json")
         self.decoder = GrammarDecoder(self.tok)
-        from training.sft import checkpoint_prompt_format
-
         self.prompt_format = checkpoint_prompt_format(checkpoint)
         self.bos = self.decoder.eos
         self.max_tokens = max_tokens

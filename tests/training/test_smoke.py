@@ -68,7 +68,8 @@ def test_episode_without_beliefs_has_answers_without_belief_and_no_targets(recor
 
 @needs_ml
 def test_mask_covers_exactly_the_answer_tokens(records):
-    from training.dataset import EOS, encode_episode, episode_text, train_tokenizer
+    from training.dataset import encode_episode, episode_text, train_tokenizer
+    from training.tokens import EOS
 
     rng = np.random.default_rng(1)
     recs = [_with_beliefs(r, rng) for r in records]
@@ -91,7 +92,7 @@ def test_mask_covers_exactly_the_answer_tokens(records):
 
 def test_hidden_belief_layout_positions_and_mask():
     pytest.importorskip("torch")
-    from training.sft import hidden_belief_layout
+    from training.batches import hidden_belief_layout
 
     # tokens: a a [1 1] c c [2] d  (two belief spans)
     hide = np.array([[0, 0, 1, 1, 0, 0, 2, 0]])
@@ -113,8 +114,10 @@ def test_v2_training_sees_exactly_what_the_v2_prompt_shows(records):
     import torch
 
     from agent.prompting import FORMAT_V2, render_compact
-    from training.dataset import EOS, encode_episode, episode_text, train_tokenizer
-    from training.sft import Args, build_model, forward_hidden
+    from training.batches import forward_hidden
+    from training.dataset import encode_episode, episode_text, train_tokenizer
+    from training.sft import Args, build_model
+    from training.tokens import EOS
 
     rng = np.random.default_rng(3)
     recs = [_with_beliefs(r, rng) for r in records]
@@ -317,10 +320,10 @@ def test_dagger_week_is_played_by_the_student_and_labelled_by_the_teacher():
     from agent.llm_policy import LLMPolicy
     from agent.runtime import ScriptedModel
     from training.dagger import relabel_week
-    from training.rollouts import _policy
+    from training.weeks import teacher_policy
 
     student = LLMPolicy(ScriptedModel(default="SLEEP b=.10,.20,.30"))
-    teacher = _policy("bayes")
+    teacher = teacher_policy("bayes")
     rec = relabel_week(student, teacher, RhythmEnv(), seed=21, condition="in-dist")
     assert rec["student_actions"] == [spec.SLEEP] * spec.EPISODE_STEPS
     assert rec["student_beliefs"] == [[0.1, 0.2, 0.3]] * spec.EPISODE_STEPS
@@ -342,14 +345,16 @@ def test_dagger_sequence_trains_the_teacher_answer_after_the_students_history():
     from agent.llm_policy import LLMPolicy
     from agent.prompting import render_compact
     from agent.runtime import ScriptedModel
+    from training.batches import forward_hidden
     from training.dagger import relabel_week
-    from training.dataset import EOS, encode_record, episode_text, train_tokenizer
-    from training.rollouts import _policy
-    from training.sft import Args, build_model, forward_hidden
+    from training.dataset import encode_record, episode_text, train_tokenizer
+    from training.sft import Args, build_model
+    from training.tokens import EOS
+    from training.weeks import teacher_policy
 
     outputs = [format_output(k % spec.N_ACTIONS, (0.1, 0.2, 0.3)) for k in range(28)]
     rec = relabel_week(
-        LLMPolicy(ScriptedModel(outputs)), _policy("bayes"), RhythmEnv(), 22, "in-dist"
+        LLMPolicy(ScriptedModel(outputs)), teacher_policy("bayes"), RhythmEnv(), 22, "in-dist"
     )
     text = episode_text(rec)
     assert text.count(" b=.10,.20,.30") == spec.EPISODE_STEPS  # the context: the student's
@@ -434,13 +439,13 @@ def test_stale_stretches_freeze_earlier_beliefs_and_end_on_the_teachers():
 @needs_ml
 def test_stale_beliefs_are_context_and_the_correction_is_a_weighted_target(records):
     from training.dataset import (
-        CORRECTION,
         encode_episode,
         episode_text,
         mark_stale,
         stale_beliefs,
         train_tokenizer,
     )
+    from training.tokens import CORRECTION
 
     rng = np.random.default_rng(2)
     rec = _with_beliefs(records[0], rng)
@@ -466,8 +471,9 @@ def test_stale_beliefs_are_context_and_the_correction_is_a_weighted_target(recor
 def test_correction_weight_scales_the_loss_of_corrected_beliefs():
     import torch
 
-    from training.dataset import CORRECTION
-    from training.sft import Args, build_model, masked_loss
+    from training.batches import masked_loss
+    from training.sft import Args, build_model
+    from training.tokens import CORRECTION
 
     torch.manual_seed(0)
     model = build_model(Args(layers=1, hidden=32, ffn=64, heads=2, kv_heads=2), 50, 0)
@@ -550,7 +556,7 @@ def test_aux_loss_is_the_squared_error_of_the_belief_head():
 
 def test_blinded_weeks_show_another_weeks_beliefs_in_the_input_only(records):
     from training.dataset import encode_episode, episode_text, train_tokenizer
-    from training.sft import BeliefTokens, belief_positions, blind_beliefs, donor_beliefs
+    from training.tokens import BeliefTokens, belief_positions, blind_beliefs, donor_beliefs
 
     rng = np.random.default_rng(4)
     recs = [_with_beliefs(r, rng) for r in records[:3]]
@@ -597,7 +603,8 @@ def test_blinded_weeks_show_another_weeks_beliefs_in_the_input_only(records):
 def test_masked_loss_predicts_the_labels_not_the_blinded_input():
     import torch
 
-    from training.sft import Args, build_model, masked_loss
+    from training.batches import masked_loss
+    from training.sft import Args, build_model
 
     torch.manual_seed(0)
     model = build_model(Args(layers=1, hidden=32, ffn=64, heads=2, kv_heads=2), 50, 0)
@@ -616,8 +623,9 @@ def test_masked_loss_predicts_the_labels_not_the_blinded_input():
 
 
 def test_curriculum_cuts_keep_the_first_k_steps_and_only_their_answers(records):
+    from training.batches import batch_tensors
     from training.dataset import encode_episode, episode_text, train_tokenizer
-    from training.sft import batch_tensors, prefix_lengths
+    from training.sft import prefix_lengths
 
     rng = np.random.default_rng(6)
     recs = [_with_beliefs(r, rng) for r in records[:2]]

@@ -1,0 +1,77 @@
+"""The training library modules the stages share: weeks files and the policy that plays them
+(training/weeks.py), and what a dataset or a checkpoint folder says about its prompt format
+(training/batches.py, training/checkpoints.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simulator import spec
+from simulator.env import RhythmEnv
+from training.batches import prompt_format_of
+from training.checkpoints import checkpoint_prompt_format
+from training.weeks import FORMAT, read_rollouts, teacher_policy, write_weeks
+
+
+def _week(job: tuple[list[int], str]) -> list[str]:
+    """A worker: one record line per seed, graded as a week of the named policy would be."""
+    seeds, teacher = job
+    return [
+        json.dumps(
+            {
+                "format": FORMAT,
+                "seed": s,
+                "teacher": teacher,
+                "grade": {"final_score": s / 100, "belief_mae": None if s % 2 else s / 1000},
+            }
+        )
+        for s in seeds
+    ]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_weeks_are_written_in_job_order_and_read_back(tmp_path, workers):
+    path = tmp_path / "weeks.jsonl"
+    jobs = [([7, 3], "bayes"), ([10], "heuristic"), ([4, 1, 8], "bayes")]
+    seen: list[int] = []
+    done, scores, maes = write_weeks(path, _week, jobs, workers, "grade", seen.append)
+    assert done == 6 and seen == [2, 3, 6]
+    assert scores == [0.07, 0.03, 0.10, 0.04, 0.01, 0.08]
+    assert maes == [0.01, 0.004, 0.008]  # odd seeds have no belief
+    records = list(read_rollouts(path))
+    assert [r["seed"] for r in records] == [7, 3, 10, 4, 1, 8]
+    assert [r["teacher"] for r in records][2] == "heuristic"
+
+
+def test_reading_weeks_of_another_format_names_the_line(tmp_path):
+    path = tmp_path / "weeks.jsonl"
+    lines = _week(([1, 2], "bayes")) + [json.dumps({"format": "rhythm-dataset/1", "seed": 3})]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"weeks.jsonl:3: expected format rhythm-rollouts/1"):
+        list(read_rollouts(path))
+
+
+def test_teacher_policy_is_a_registered_policy_by_name():
+    env = RhythmEnv()
+    obs, _ = env.reset(seed=5)
+    bayes, heuristic = teacher_policy("bayes"), teacher_policy("heuristic")
+    bayes.reset(5)
+    heuristic.reset(5)
+    action, belief = bayes.act(obs)
+    assert 0 <= int(action) < spec.N_ACTIONS and len(belief) == 3  # the agent believes
+    assert heuristic.act(obs)[1] is None  # the baseline does not
+    with pytest.raises(KeyError):
+        teacher_policy("no-such-policy")
+
+
+def test_prompt_formats_of_datasets_and_checkpoints(tmp_path):
+    assert prompt_format_of(tmp_path) == "rhythm v1"  # made before the field existed
+    assert checkpoint_prompt_format(tmp_path) == "rhythm v1"
+    (tmp_path / "stats.json").write_text(json.dumps({"prompt_format": "rhythm v2"}))
+    (tmp_path / "checkpoint.json").write_text(json.dumps({"prompt_format": "rhythm v2"}))
+    assert prompt_format_of(tmp_path) == "rhythm v2"
+    assert checkpoint_prompt_format(tmp_path) == "rhythm v2"
+    (tmp_path / "checkpoint.json").write_text(json.dumps({"prompt_format": "rhythm v9"}))
+    assert checkpoint_prompt_format(tmp_path) == "rhythm v1"  # unknown: the default reader

@@ -1,0 +1,53 @@
+"""A student checkpoint folder (stage 3: ``save_pretrained`` + ``tokenizer.json`` +
+``checkpoint.json``) read back: the prompt format it was trained on, the PyTorch model (a
+LoRA adapter merged in when given), and the model written as an f32 GGUF for llama.cpp.
+
+Used by training/export.py, training/dagger.py (the student plays under llama.cpp),
+training/student.py and training/pipeline.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from training.tokens import EOS, load_tokenizer
+
+
+def checkpoint_prompt_format(checkpoint: str | Path) -> str:
+    """The prompt format a checkpoint folder was trained on."""
+    p = Path(checkpoint) / "checkpoint.json"
+    desc = json.loads(p.read_text()) if p.exists() else {}
+    fmt = desc.get("prompt_format", "rhythm v1")
+    return fmt if fmt in ("rhythm v1", "rhythm v2") else "rhythm v1"
+
+
+def load_student(checkpoint: str | Path, adapter: str = ""):
+    """The PyTorch model (with a LoRA adapter merged in when given)."""
+    from transformers import LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(str(checkpoint)).eval()
+    if adapter:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, adapter).merge_and_unload().eval()
+    return model
+
+
+def write_gguf(model, tokenizer_path: Path, path: Path, prompt_format: str = "rhythm v1") -> Path:
+    """``model`` as an f32 GGUF at ``path`` (``<|endoftext|>`` as BOS and EOS, the prompt
+    format in the metadata)."""
+    from agent.gguf_writer import LlamaConfig, write_llama_gguf
+    from agent.prompting import GGUF_FORMAT_KEY
+
+    tok = load_tokenizer(tokenizer_path)
+    eos = tok.token_to_id(EOS)
+    config = LlamaConfig.from_hf(
+        model.config, bos_token_id=eos, eos_token_id=eos, add_bos_token=True, name="rhythm-student"
+    )
+    tensors = dict(model.state_dict())
+    if model.config.tie_word_embeddings:
+        tensors.pop("lm_head.weight", None)  # llama.cpp ties the output to token_embd
+    return write_llama_gguf(
+        path, config, tensors, tok, dtype="f32", metadata={GGUF_FORMAT_KEY: prompt_format}
+    )

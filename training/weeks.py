@@ -1,0 +1,115 @@
+"""Simulator weeks as the stages keep them: the rollout record format, one observation as a
+record stores it, the policy and the person that play, and JSONL files of weeks (written in
+worker processes, read back with a format check).
+
+Every line of a weeks file is one episode (format ``rhythm-rollouts/1``). Written by
+training/rollouts.py (teacher weeks) and training/dagger.py (student weeks the teacher
+labels); read by training/dataset.py and training/export.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT = "rhythm-rollouts/1"
+#: Observation keys kept per step (what agent.prompting.render_compact reads, plus deltas).
+OBS_KEYS = (
+    "t",
+    "slot",
+    "meters",
+    "deltas",
+    "anomalies",
+    "last_action",
+    "last_reward",
+    "active_event",
+)
+DECIMALS = 6
+
+
+def teacher_policy(name: str):
+    """A registered policy by name (``bayes``, ``heuristic``, ...), the agent's included."""
+    from agent.policies import register_agent_policies
+    from simulator.policies import get_policy
+
+    register_agent_policies()
+    return get_policy(name)
+
+
+def resolve_profile(spec_text: str):
+    """``''`` -> None; a named profile; ``seed:N`` -> the in-distribution profile of seed N."""
+    if not spec_text:
+        return None
+    from simulator.profiles import Profile, named_profile, sample_profile
+
+    if spec_text.startswith("seed:"):
+        return sample_profile(int(spec_text[5:]), "in-dist")
+    p = named_profile(spec_text)
+    assert isinstance(p, Profile)
+    return p
+
+
+def observation_record(o: dict[str, Any]) -> dict[str, Any]:
+    """An env observation as a weeks record stores it: the :data:`OBS_KEYS`, integers as
+    ints, the rest as lists of floats rounded to :data:`DECIMALS`."""
+    out = {}
+    for k in OBS_KEYS:
+        v = np.asarray(o[k]).reshape(-1)
+        out[k] = (
+            int(v[0])
+            if k in ("t", "slot", "last_action", "active_event")
+            else [round(float(x), DECIMALS) for x in v]
+        )
+    out["last_reward"] = out["last_reward"][0]
+    return out
+
+
+def write_weeks(
+    path: Path,
+    worker: Callable[[Any], list[str]],
+    jobs: list,
+    workers: int,
+    grade_key: str,
+    progress: Callable[[int], None],
+) -> tuple[int, list[float], list[float]]:
+    """Run ``worker`` over ``jobs`` (in ``workers`` processes, results in job order, so the
+    file is deterministic), write its JSONL lines to ``path``; returns ``(weeks, final
+    scores, belief_maes)`` read from each record's ``grade_key``."""
+    done, scores, maes = 0, [], []
+    with path.open("w") as f:
+        # spawn: a fresh interpreter per worker (the parent may hold torch or llama.cpp state)
+        ctx = get_context("spawn")
+        pool = ProcessPoolExecutor(workers, mp_context=ctx) if workers > 1 else None
+        results = pool.map(worker, jobs) if pool is not None else map(worker, jobs)
+        try:
+            for lines in results:
+                for line in lines:
+                    f.write(line + "\n")
+                    g = json.loads(line)[grade_key]
+                    scores.append(g["final_score"])
+                    if g["belief_mae"] is not None:
+                        maes.append(g["belief_mae"])
+                done += len(lines)
+                progress(done)
+        finally:
+            if pool is not None:
+                pool.shutdown()
+    return done, scores, maes
+
+
+def read_rollouts(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Iterate over the episode records of a weeks JSONL file (checks the format)."""
+    with open(path) as f:
+        for i, line in enumerate(f):
+            rec = json.loads(line)
+            if rec.get("format") != FORMAT:
+                raise ValueError(
+                    f"{path}:{i + 1}: expected format {FORMAT}, got {rec.get('format')!r}"
+                )
+            yield rec
