@@ -1,24 +1,25 @@
-"""`rhythm recommend` and `rhythm feedback`: the plan for the rest of the day.
+"""`rhythm recommend` and `rhythm feedback`: the shell around the day planner.
 
-One unit of work, shared by the CLI, the daemon's morning run and the demo:
+Loads, calls, stores (STYLE rule 17); how a day is planned is ``agent.day`` (pure):
 
-1. the person's recent days as simulator observations (mapping.observations: this week and
-   two weeks before it, masked where a meter was not observed),
-2. the Bayesian belief over who they are (agent.belief), with the accept/ignore history as
-   weak evidence,
-3. a plan for the remaining slots of the day: the Bayesian planner (agent.planner), or, when
-   a local model is configured or bundled, the language model for the current slot (its
-   output constrained by a grammar to an action and a belief) with the planner for the rest,
-4. stored in `recommendations`, one row per slot, with the belief and a short reason.
-
-Imported text (calendar titles) reaches the model only as quoted, sanitised context; the
-grammar fixes what it can output.
+1. the person's recent days as simulator observations (this week and two before it, masked
+   where a meter was not observed) update the Bayesian belief over who they are
+   (agent.belief), with the accept/ignore history;
+2. the day's and the next day's calendar events (with their classified actions), the
+   person's recent nights and daily numbers go to ``agent.day.DayPlanner``: commitments,
+   fixed slots, one time block per open slot with evidence and expected effect;
+3. where a local model is configured or bundled, it chooses the current slot's action (its
+   output constrained by a grammar; calendar events reach it only as their classified
+   action and time, never their titles), and the planner's checks accept or refuse it;
+4. every block is stored in `recommendations` with its times, evidence, expected effect,
+   the belief and the meters it was given with.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,11 @@ from typing import Any
 import numpy as np
 
 from common.errors import ConfigError, ModelError, RhythmError
-from common.records import ACTIONS, SLOTS
+from common.records import ACTIONS, METERS, SLOTS
 from common.timeutil import slot_of
 from rhythm.derive import observation_records
 from rhythm.settings import Settings, local_now, user_zone
-from storage import inputs, plans
+from storage import derived, inputs, plans
 from storage.db import Database
 
 # Meters computed from real data are much noisier than the simulator's 0.012 per step.
@@ -38,16 +39,25 @@ REAL_NOISE_SD = 0.08
 HISTORY_WEEKS = 2  # earlier weeks fed to the belief before this week's slots
 BUNDLED_MODEL = "student-q8_0.gguf"
 BAYES_MODEL = "bayes-v1"
+NIGHTS_DAYS = 28
+FACTS_DAYS = 35
 
 
 @dataclass(frozen=True)
 class PlannedSlot:
+    """One recommendation: a time block of the day."""
+
     id: int
     local_day: date
     slot: str
     action: str
     rationale: str
     model: str
+    start: datetime | None = None
+    end: datetime | None = None
+    kind: str = "block"
+    evidence: tuple[str, ...] = ()
+    expected_effect: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,12 @@ class Plan:
     observed_slots: int  # slots with real meter data behind the belief
     feedback_used: int
     notes: list[str] = field(default_factory=list)
+    timezone: str = "UTC"
+    commitments: list[dict[str, Any]] = field(default_factory=list)
+    fixed_slots: list[str] = field(default_factory=list)
+    horizon: list[tuple[str, str, str]] = field(default_factory=list)
+    wake: datetime | None = None
+    bed: datetime | None = None
 
     def summary(self) -> dict[str, Any]:
         """The plan as plain data for logs, the daemon's state and the demo's JSON."""
@@ -71,27 +87,44 @@ class Plan:
             "belief_sd": sd,
             "observed_slots": self.observed_slots,
             "notes": list(self.notes),
+            "fixed_slots": list(self.fixed_slots),
             "slots": [
                 {"id": s.id, "slot": s.slot, "action": s.action, "rationale": s.rationale, "model": s.model,
-                 "belief": belief, "belief_sd": sd}
+                 "start": _iso(s.start), "end": _iso(s.end), "belief": belief, "belief_sd": sd}
                 for s in self.slots
             ],
         }
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of `rhythm recommend --json` (issue 19)."""
+        names = ("social", "morning", "work")
         return {
             "day": self.day.isoformat(),
+            "timezone": self.timezone,
+            "wake": _iso(self.wake),
+            "bed": _iso(self.bed),
+            "commitments": self.commitments,
+            "fixed_slots": list(self.fixed_slots),
+            "recommendations": [
+                {
+                    "id": s.id, "slot": s.slot, "action": s.action, "kind": s.kind,
+                    "start": _iso(s.start), "end": _iso(s.end), "rationale": s.rationale,
+                    "evidence": list(s.evidence), "expected_effect": dict(s.expected_effect), "model": s.model,
+                }
+                for s in self.slots
+            ],
+            "belief": dict(zip(names, self.belief, strict=True)),
+            "belief_sd": dict(zip(names, self.belief_sd, strict=True)),
             "model": self.model,
-            "belief": dict(zip(("social", "morning", "work"), self.belief, strict=True)),
-            "belief_sd": dict(zip(("social", "morning", "work"), self.belief_sd, strict=True)),
             "observed_slots": self.observed_slots,
             "feedback_used": self.feedback_used,
             "notes": self.notes,
-            "slots": [
-                {"id": s.id, "slot": s.slot, "action": s.action, "rationale": s.rationale, "model": s.model}
-                for s in self.slots
-            ],
+            "horizon": [{"day": d, "slot": s, "action": a} for d, s, a in self.horizon],
         }
+
+
+def _iso(t: datetime | None) -> str | None:
+    return None if t is None else t.isoformat(timespec="minutes")
 
 
 def bundled_model_path() -> Path | None:
@@ -143,16 +176,77 @@ def _masked(obs: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _events_context(db: Database, day: date) -> list[dict[str, Any]]:
-    """The titles of the day's timed, not cancelled events (quoted context for the model)."""
-    rows = [e for e in inputs.events_between(db, day, day) if e.status != "cancelled" and not e.all_day]
-    return [{"title": e.title or "", "day": day.weekday()} for e in rows[:12]]
+def _aware(epoch_s: float, tz: tzinfo) -> datetime:
+    return datetime.fromtimestamp(float(epoch_s), UTC).astimezone(tz)
+
+
+def _calendar(db: Database, day: date, tz: tzinfo) -> list[Any]:
+    """The stored events of the day before, the day and the day after, as the planner sees them."""
+    from agent.day import RHYTHM_UID_SUFFIX, CalendarEvent
+
+    return [
+        CalendarEvent(
+            start=_aware(e.start_s, tz), end=_aware(e.end_s, tz), title=e.title, action=e.action,
+            source=e.source, status=e.status, transparency=e.transparency, all_day=e.all_day,
+            self_response=e.self_response, rhythm_block=e.event_id.endswith(RHYTHM_UID_SUFFIX),
+        )
+        for e in inputs.events_between(db, day - timedelta(days=1), day + timedelta(days=2))
+    ]
+
+
+def _nights(db: Database, day: date, tz: tzinfo) -> list[Any]:
+    """The person's main sleeps of the last four weeks: bed, wake-up and minutes asleep."""
+    from agent.day import Night
+
+    by_day: dict[date, list[Any]] = {}
+    for r in inputs.main_sleeps(db, day - timedelta(days=NIGHTS_DAYS), day):
+        by_day.setdefault(r.local_day, []).append(r)
+    out = []
+    for rows in by_day.values():
+        slept = [r.sleep_min for r in rows if r.sleep_min is not None]
+        out.append(Night(_aware(min(r.start_s for r in rows), tz), _aware(max(r.end_s for r in rows), tz),
+                         float(sum(slept)) if slept else None))
+    return out
+
+
+def _facts(db: Database, day: date, meters: dict[str, float | None], when: str | None) -> Any:
+    from agent.day import PersonFacts
+
+    series = inputs.daily_series(db, day - timedelta(days=FACTS_DAYS), day)
+    rmssd = series["hrv_rmssd_ms"]
+    hrv, kind = (rmssd, "HRV") if rmssd else (series["hrv_sdnn_ms"], "HRV (SDNN)")
+    return PersonFacts(sleep_min=series["sleep_min"], hrv_ms=hrv, hrv_kind=kind,
+                       resting_hr=series["resting_hr_bpm"], steps=series["steps"], meters=meters,
+                       meters_when=when)
+
+
+def _when(info: dict[str, Any], day: date) -> str | None:
+    prev = info.get("previous") or {}
+    if not prev:
+        return None
+    d = date.fromisoformat(prev["local_day"])
+    slot = prev["slot_name"]
+    if d == day:
+        return f"this {slot}" if slot != "night" else "tonight"
+    if d == day - timedelta(days=1):
+        return "last night" if slot == "night" else f"yesterday {slot}"
+    return f"on {d:%a %d %b} ({slot})"
+
+
+def _clock(value: str | None, name: str) -> time | None:
+    if not value:
+        return None
+    try:
+        return time.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(f"{name}: expected a time like 07:00, got {value!r}") from None
 
 
 def make_plan(db: Database, settings: Settings, day: date | None = None, now: datetime | None = None) -> Plan:
-    """Plan the remaining slots of `day` (default: the current local day) and store it
+    """Plan the rest of `day` (default: the current local day) as time blocks and store it
     (inside the caller's transaction: ``rhythm.jobs.recommend``)."""
-    from agent.planner import BayesAgent  # heavy imports only when planning
+    from agent.belief import BeliefState  # heavy imports only when planning
+    from agent.day import Answer, DayInputs, DayPlanner, with_model_pick
 
     tz = user_zone(settings)
     now = local_now(settings, now)
@@ -171,8 +265,7 @@ def make_plan(db: Database, settings: Settings, day: date | None = None, now: da
     ]
     if not records:
         raise RhythmError(f"no slots to plan for {day}")
-    agent = BayesAgent(noise_sd=REAL_NOISE_SD)
-    belief = agent.belief_state
+    belief = BeliefState(noise_sd=REAL_NOISE_SD)
     observed = 0
     for obs, info in records:
         prev = info.get("previous")
@@ -186,39 +279,78 @@ def make_plan(db: Database, settings: Settings, day: date | None = None, now: da
     if observed == 0:
         notes.append("no meter data yet: the plan rests on the prior (import data, then `rhythm map`)")
 
-    current, _ = records[-1]
-    week = [(o, i) for o, i in records if date.fromisoformat(i["local_day"]) >= week_start]
-    week_rewards = [float(np.asarray(o["last_reward"]).reshape(-1)[0]) for o, _ in week[1:]]
-    steps = agent.plan_ahead(np.asarray(current["meters"]), int(current["t"]), week_rewards)
-    steps = steps[: len(SLOTS) - first_slot]
-    models = [BAYES_MODEL] * len(steps)
+    current, cur_info = records[-1]
+    prev = cur_info.get("previous") or {}
+    seen = prev.get("observed") or [False] * len(METERS)
+    meters_now = np.asarray(current["meters"], dtype=np.float64)
+    shown = {m: (float(v) if ok else None) for m, v, ok in zip(METERS, meters_now, seen, strict=True)}
+    inputs_ = DayInputs(
+        day=day, tz=tz, events=_calendar(db, day, tz), nights=_nights(db, day, tz),
+        facts=_facts(db, day, shown, _when(cur_info, day)), meters=meters_now, belief=belief,
+        now=now if day == today else None,
+        answers=[Answer(a["local_day"], a["slot"], a["action"], a["response"]) for a in feedback],
+        recent_actions=[(r.day, r.slot, r.action) for r in derived.slot_rows(db, day - timedelta(days=14), day)
+                        if r.action and (r.day, SLOTS.index(r.slot)) < (day, first_slot)],
+        wake_override=_clock(settings.wake_time, "wake_time"), bed_override=_clock(settings.bed_time, "bed_time"),
+    )
+    planner = DayPlanner(inputs_)
+    dp = planner.plan()
+    notes.extend(dp.notes)
 
-    if backend == "llm" and steps:
-        action, reason = _llm_decision(model_path, [o for o, _ in week], _events_context(db, day), feedback)
-        if action is not None:
-            steps[0] = (action, reason)
-            models[0] = f"llm:{model_path.name}"
+    model_name = BAYES_MODEL
+    open_now = [b for b in dp.blocks if b.slot == SLOTS[first_slot] and b.kind != "bedtime"]
+    if backend == "llm" and open_now:
+        week = [o for o, i in records if date.fromisoformat(i["local_day"]) >= week_start]
+        context = _events_context(dp, day)
+        action, reason = _llm_decision(model_path, week, context, feedback)
+        name = f"llm:{model_path.name}"
+        if action is None:
+            notes.append(f"the local model gave no valid answer; the planner's plan stands ({reason})")
         else:
-            notes.append(f"the model gave no valid answer; used the Bayesian plan ({reason})")
+            ok, note = with_model_pick(planner, dp, open_now[0].slot, ACTIONS[action], name)
+            if ok:
+                model_name = name
+            else:
+                notes.append(note)
 
-    b = tuple(float(x) for x in belief.belief())
-    sd = tuple(float(x) for x in belief.belief_sd())
     created = datetime.now(UTC)
+    before = [None if not ok else round(float(v), 4) for v, ok in zip(meters_now, seen, strict=True)]
     rows = [
         {
-            "created_at": created, "local_day": day, "slot": SLOTS[first_slot + k], "action": ACTIONS[a],
-            **dict(zip(("belief_social", "belief_morning", "belief_work"), b, strict=True)),
-            **dict(zip(("belief_sd_social", "belief_sd_morning", "belief_sd_work"), sd, strict=True)),
-            "rationale": reason, "model": model,
+            "created_at": created, "local_day": day, "slot": b.slot, "action": b.action,
+            **dict(zip(("belief_social", "belief_morning", "belief_work"), dp.belief, strict=True)),
+            **dict(zip(("belief_sd_social", "belief_sd_morning", "belief_sd_work"), dp.belief_sd, strict=True)),
+            "rationale": b.rationale, "model": b.chosen_by if b.chosen_by != "planner" else BAYES_MODEL,
+            "start_ts": b.start, "end_ts": b.end, "kind": b.kind, "evidence": json.dumps(b.evidence),
+            "expected_effect": json.dumps(b.expected_effect), "meters_before": json.dumps(before),
         }
-        for k, ((a, reason), model) in enumerate(zip(steps, models, strict=True))
+        for b in dp.blocks
     ]
     ids = plans.insert_recommendations(db, rows)
     planned = [
-        PlannedSlot(rec_id, day, r["slot"], r["action"], r["rationale"], r["model"])
-        for rec_id, r in zip(ids, rows, strict=True)
+        PlannedSlot(rec_id, day, b.slot, b.action, b.rationale, r["model"], b.start, b.end, b.kind,
+                    tuple(b.evidence), dict(b.expected_effect))
+        for rec_id, b, r in zip(ids, dp.blocks, rows, strict=True)
     ]
-    return Plan(day, planned, b, sd, models[0] if models else BAYES_MODEL, observed, len(feedback), notes)
+    commitments = [
+        {"start": _iso(c.start), "end": _iso(c.end), "title": c.title, "action": c.action, "source": c.source}
+        for c in dp.frame.commitments
+    ]
+    return Plan(day, planned, dp.belief, dp.belief_sd, model_name, observed, len(feedback), notes,
+                timezone=getattr(tz, "key", str(tz)), commitments=commitments,
+                fixed_slots=[s for s in SLOTS if s in dp.fixed], horizon=dp.horizon,
+                wake=dp.frame.wake, bed=dp.frame.bed)
+
+
+def _events_context(dp: Any, day: date) -> list[dict[str, Any]]:
+    """The day's commitments for the model's prompt: their classified action and slot only.
+    A title never reaches the model, so no wording can sway it beyond its class."""
+    out = []
+    for c in dp.frame.commitments:
+        d, s = slot_of(c.start.replace(tzinfo=None))
+        if d == day:
+            out.append({"title": (c.action or "busy").lower(), "day": day.weekday(), "slot": SLOTS[s]})
+    return out
 
 
 def _finite(obs: dict[str, Any], *keys: str) -> bool:

@@ -59,6 +59,11 @@ class Settings:
     sync_every_hours: float = 6.0
     morning_run_time: str = "07:00"
 
+    # The day (rhythm recommend): waking hours come from the person's own nights unless set
+    wake_time: str | None = None  # "HH:MM": the usual wake-up
+    bed_time: str | None = None  # "HH:MM": the usual bedtime
+    calendar_owner_emails: str | None = None  # comma-separated: whose "declined" in .ics invitations counts
+
     # Agent
     model_path: Path | None = None  # a local GGUF; default: the bundled student, else Bayesian
     agent_backend: str = "auto"  # auto | bayes | llm

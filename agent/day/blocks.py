@@ -42,6 +42,7 @@ DURATIONS: dict[str, tuple[int, int, int]] = {
 }
 BUFFER_MIN = 10  # between a commitment's end and a block
 SLEEP_IN_MAX_MIN = 90
+SLEEP_IN_MIN_MIN = 30
 LATENCY_MIN = 15  # falling asleep
 GET_READY_MIN = 60  # from waking up to the first commitment
 EARLIEST_BED = time(20, 30)
@@ -113,14 +114,16 @@ def _place_sleep(
     windows = frame.free_in(slot)
     if not windows:
         return None
-    if slot == 0 and abs((windows[0].start - frame.wake).total_seconds()) < 60:
-        # a free start of the day: sleep in (not into the first commitment: time to get ready)
+    if slot == 0:  # the morning: sleeping in, or nothing (a nap right after waking is no plan)
         w = windows[0]
+        if abs((w.start - frame.wake).total_seconds()) >= 60:
+            return None  # the start of the day is past or taken
         ends_at_commitment = w.end < slot_window(frame.day, 0, frame.tz)[1]
         room = (w.end - w.start).total_seconds() / 60.0 - (GET_READY_MIN if ends_at_commitment else 0)
         dur = int(min(SLEEP_IN_MAX_MIN, room) // 5 * 5)
-        if dur >= DURATIONS["SLEEP"][0]:
+        if dur >= SLEEP_IN_MIN_MIN:
             return Placement(w.start, w.start + timedelta(minutes=dur), "sleep_in", w)
+        return None
     if slot == 2:  # the evening: an early night, if the end of the evening is free
         last = windows[-1]
         if abs((last.end - frame.bed).total_seconds()) < 60 and last.minutes >= EARLY_NIGHT_MIN:

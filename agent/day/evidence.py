@@ -128,8 +128,9 @@ def calendar_facts(frame: DayFrame, slot: int, window: Window | None) -> dict[st
     out: dict[str, Fact] = {}
     meetings = [c for c in frame.commitments if c.action in ("ADMIN_WORK", None) and c.minutes >= 15]
     total = _union_min(meetings)
-    if total >= 30:
-        out["meetings"] = Fact("meetings", f"{hm(total)} of meetings and appointments today", total / 120.0)
+    if total >= 30:  # a heavy day (over 3 h) is what makes it worth saying
+        out["meetings"] = Fact("meetings", f"{hm(total)} of meetings and appointments today",
+                               max(0.0, (total - 180.0) / 90.0))
     if window is not None:
         nxt = next((c for c in frame.commitments if c.start >= window.end), None)
         until = f" (then {nxt.start:%H:%M})" if nxt is not None else ""
@@ -165,10 +166,13 @@ def belief_facts(belief: Sequence[float], sd: Sequence[float]) -> dict[str, Fact
 
 
 def facts_for(action: str, available: Mapping[str, Fact], limit: int = 3) -> list[Fact]:
-    """The facts that bear on ``action``: the largest departures first, the free window last."""
-    keys = [k for k in RELEVANT.get(action, ()) if k in available]
+    """The facts that bear on ``action``: the most relevant and the largest departures from
+    the person's usual first (relevance order breaks near-ties), the free window last."""
+    order = [k for k in ("since", *RELEVANT.get(action, ())) if k in available]
+    keys = list(dict.fromkeys(order))
+    rank = {k: 0.6 * (len(keys) - i) / max(1, len(keys)) for i, k in enumerate(keys)}
     facts = [available[k] for k in keys if k != "free"]
-    facts.sort(key=lambda f: -f.weight)
+    facts.sort(key=lambda f: -(f.weight + rank[f.key]))
     out = facts[: limit - (1 if "free" in keys else 0)]
     if "free" in keys:
         out.append(available["free"])
@@ -176,3 +180,21 @@ def facts_for(action: str, available: Mapping[str, Fact], limit: int = 3) -> lis
         rest = sorted(available.values(), key=lambda f: -f.weight)
         out = rest[:1]
     return out
+
+
+SINCE_ACTIONS = ("EXERCISE", "MEDITATE", "FAMILY_TIME", "SOCIALIZE", "ME_TIME", "LEARN", "DEEP_WORK")
+
+
+def since_fact(action: str, recent: Sequence[tuple[date, str, str]], day: date, days: int = 14) -> Fact | None:
+    """When the person last did ``action`` (from their slot actions): "last exercise 4 days
+    ago (Sat evening)", "no family time in the last 14 days"."""
+    if action not in SINCE_ACTIONS:
+        return None
+    done = sorted((d, s) for d, s, a in recent if a == action and day - timedelta(days=days) <= d < day)
+    word = action.lower().replace("_", " ")
+    if not done:
+        return Fact("since", f"no {word} in your last {days} days", 1.5)
+    d, s = done[-1]
+    ago = (day - d).days
+    when = "yesterday" if ago == 1 else f"{ago} days ago"
+    return Fact("since", f"last {word} {when} ({d:%a} {s})", max(0.0, (ago - 2) / 3.0))

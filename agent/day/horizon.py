@@ -17,24 +17,47 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from agent.planner import PlanModel
+from agent.planner import INFO, PlanModel, expected_belief_accuracy
 from simulator import spec
 from simulator.policies import heuristic_action
 
 CONTINUATION_STEPS = 4.0
 ROUNDS = 8
+#: What the meters left at the end of the horizon are worth beyond their level, in reward
+#: units per unit of meter: the grade's lasting terms (progress and connection, spec 8),
+#: valued at the end of *every* horizon instead of once at the end of a simulated week.
+#: Set by measurement (docs/agent.md, "No end of the week").
+TERMINAL_SCALE = 20.0
+#: Weight (reward units) of the belief accuracy a plan is expected to leave: what trying an
+#: action teaches about the person is worth something on a real day too. Set by measurement.
+INFO_WEIGHT = 20.0
+TERMINAL = TERMINAL_SCALE * np.array(
+    [0.0, 0.0, spec.GRADER_WEIGHTS["progress"], 0.0, spec.GRADER_WEIGHTS["connection"]]
+)
 
 
 def _score(
-    model: PlanModel, plans: np.ndarray, meters: np.ndarray, slot0: int, penalty: np.ndarray | None
+    model: PlanModel,
+    plans: np.ndarray,
+    meters: np.ndarray,
+    slot0: int,
+    penalty: np.ndarray | None,
+    terminal: np.ndarray | None = None,
+    info: tuple[np.ndarray, float] | None = None,
 ) -> np.ndarray:
     sim = model.simulate(plans, meters, slot0)
     r = sim["rewards"].sum(axis=-1)  # (B, K)
     end = sim["meters"]  # (B, K, 5)
     cont = CONTINUATION_STEPS * spec.REWARD_LEVEL_SCALE * (end @ model.w - spec.REWARD_LEVEL_BASELINE)
+    cont = cont + end @ (TERMINAL if terminal is None else terminal)
     s = (r + cont).mean(axis=1) - model.risk_cost * sim["risk"].mean(axis=1)
     if penalty is not None:
         s = s - penalty[np.arange(plans.shape[1])[None, :], plans].sum(axis=1)
+    if info is not None:  # what the plan would teach about the person (the belief's precision)
+        precision, weight = info
+        slots = (slot0 + np.arange(plans.shape[1])) & 3
+        prec = precision + INFO[slots[None, :], plans].sum(axis=1)
+        s = s + weight * expected_belief_accuracy(prec)
     return s
 
 
@@ -47,6 +70,8 @@ def plan_horizon(
     allowed: Mapping[int, set[int]] | None = None,
     penalty: np.ndarray | None = None,
     rounds: int = ROUNDS,
+    terminal: np.ndarray | None = None,
+    info: tuple[np.ndarray, float] | None = None,
 ) -> tuple[np.ndarray, float]:
     """The best plan found for the next ``length`` slots from ``slot0`` (0 morning .. 3
     night) and its score. ``forced``: position -> action; ``allowed``: position -> actions
@@ -66,7 +91,7 @@ def plan_horizon(
     for p in range(length):  # start from the heuristic, inside the constraints
         h = heuristic_action(m, (slot0 + p) & 3)
         plan[p] = h if h in options[p] else options[p][0]
-    best = float(_score(model, plan[None, :], meters, slot0, penalty)[0])
+    best = float(_score(model, plan[None, :], meters, slot0, penalty, terminal, info)[0])
     for _ in range(rounds):
         cands = [plan]
         for p in range(length):
@@ -78,7 +103,7 @@ def plan_horizon(
         if len(cands) == 1:
             break
         arr = np.stack(cands)
-        s = _score(model, arr, meters, slot0, penalty)
+        s = _score(model, arr, meters, slot0, penalty, terminal, info)
         i = int(np.argmax(s))
         if s[i] <= best + 1e-12:
             break
@@ -94,6 +119,7 @@ def position_values(
     pos: int,
     actions: list[int],
     penalty: np.ndarray | None = None,
+    info: tuple[np.ndarray, float] | None = None,
 ) -> dict[int, float]:
     """The plan's score with each of ``actions`` at ``pos`` (the rest unchanged)."""
     cands = []
@@ -101,7 +127,7 @@ def position_values(
         c = np.array(plan, dtype=np.int64)
         c[pos] = a
         cands.append(c)
-    s = _score(model, np.stack(cands), np.asarray(meters, dtype=np.float64), slot0, penalty)
+    s = _score(model, np.stack(cands), np.asarray(meters, dtype=np.float64), slot0, penalty, info=info)
     return {a: float(v) for a, v in zip(actions, s, strict=True)}
 
 

@@ -48,12 +48,17 @@ from agent.day.evidence import (
     calendar_facts,
     facts_for,
     person_facts,
+    since_fact,
 )
-from agent.day.horizon import expected_effect, plan_horizon, position_values
+from agent.day.horizon import INFO_WEIGHT, expected_effect, plan_horizon, position_values
 from agent.planner import PlanModel
 from common.records import ACTIONS, METERS, SLOTS
 
 SLEEP = ACTIONS.index("SLEEP")
+WORK = ("DEEP_WORK", "ADMIN_WORK", "LEARN")
+# Between work commitments (a morning or afternoon that holds work), a block is what a
+# working day can hold: more work, a walk or workout, a few quiet minutes.
+AT_WORK = ("DEEP_WORK", "ADMIN_WORK", "LEARN", "EXERCISE", "MEDITATE")
 IGNORE_WEIGHT = 2.0  # score cost of an action at p(accept) 0 vs 0.5 in that kind of slot
 CLEARLY_WORSE = 0.25  # a model's pick is refused below this share of the best-to-worst range
 MIN_EFFECT = 0.01
@@ -89,6 +94,7 @@ class DayInputs:
     belief: BeliefState  # updated with the person's observations (and answers)
     now: datetime | None = None  # only when planning today: slots and free time before it are past
     answers: Sequence[Answer] = ()
+    recent_actions: Sequence[tuple[date, str, str]] = ()  # (day, slot, action) of past slots
     wake_override: time | None = None
     bed_override: time | None = None
     n_samples: int = 8
@@ -177,7 +183,10 @@ class DayPlanner:
                 continue
             if d != x.day:
                 continue  # tomorrow's free time is not known in detail: any action
-            holds = {a for a, name in enumerate(ACTIONS) if place(frame, s, name) is not None}
+            candidates = ACTIONS
+            if s in (0, 1) and any(c.action in WORK for c in frame.commitments_in(s)):
+                candidates = AT_WORK
+            holds = {ACTIONS.index(name) for name in candidates if place(frame, s, name) is not None}
             if holds:
                 allowed[p] = holds
                 open_slots.append(p)
@@ -206,7 +215,8 @@ class DayPlanner:
         model = PlanModel(params, bs.w)
         meters = np.clip(np.asarray(x.meters, dtype=np.float64), 0.0, 1.0)
         slot0 = slots[0][1] if slots else 0
-        plan, score = plan_horizon(model, meters, slot0, len(slots), forced, allowed, penalty)
+        info = (bs.prior_prec + bs.data_precision(), INFO_WEIGHT)
+        plan, score = plan_horizon(model, meters, slot0, len(slots), forced, allowed, penalty, info=info)
 
         available = person_facts(x.facts, x.day)
         available.update(belief_facts(bs.belief(), bs.belief_sd()))
@@ -226,7 +236,7 @@ class DayPlanner:
         )
         dp._ctx = {"model": model, "plan": plan, "meters": meters, "slot0": slot0, "slots": slots,
                    "allowed": allowed, "penalty": penalty, "available": available, "night": night,
-                   "bed_reason": bed_reason, "answers": pen_by_key}
+                   "bed_reason": bed_reason, "answers": pen_by_key, "info": info}
         for p in open_slots:
             block = self._block(dp, p, ACTIONS[int(plan[p])], "planner")
             if block is not None:
@@ -257,6 +267,9 @@ class DayPlanner:
         available = dict(ctx["available"])
         window = placement.window if placement.kind in ("block", "nap", "early_night") else None
         available.update(calendar_facts(dp.frame, slot, window))
+        since = since_fact(action, self.x.recent_actions, dp.day)
+        if since is not None:
+            available["since"] = since
         facts = facts_for(action, available)
         for (slot_name, name), (_pen, acc, ign) in sorted(ctx["answers"].items()):
             if slot_name != SLOTS[slot] or acc + ign == 0:
@@ -303,7 +316,8 @@ def with_model_pick(planner: DayPlanner, dp: DayPlan, slot: str, action: str, mo
     if action == current.action:
         dp.blocks[dp.blocks.index(current)] = replace(current, chosen_by=model_name)
         return True, f"{model_name} agrees: {action} in the {slot}"
-    values = position_values(ctx["model"], ctx["plan"], ctx["meters"], ctx["slot0"], pos, allowed, ctx["penalty"])
+    values = position_values(ctx["model"], ctx["plan"], ctx["meters"], ctx["slot0"], pos, allowed, ctx["penalty"],
+                             ctx["info"])
     best, worst = max(values.values()), min(values.values())
     drop = values[ACTIONS.index(current.action)] - values[a]
     if drop > 0.02 and drop > CLEARLY_WORSE * (best - worst):

@@ -6,21 +6,49 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
 if TYPE_CHECKING:
     from rhythm.recommend import Plan
 
-from rhythm.cli._common import console, get_settings, print_json
+from rhythm.cli._common import console, get_settings, plain, print_json
+
+
+def _hm(iso: str | None) -> str:
+    return iso[11:16] if iso else "--:--"
+
+
+def timeline(plan: Plan) -> Text:
+    """The day as a timeline: commitments and suggested blocks in time order, with times.
+    Titles are imported text: shown as text, never as markup, control characters escaped."""
+    d = plan.to_dict()
+    items = [(c["start"], 0, c) for c in d["commitments"]] + [(r["start"], 1, r) for r in d["recommendations"]]
+    items.sort(key=lambda x: (x[0] or "", x[1]))
+    out = Text()
+    awake = f" · awake {_hm(d['wake'])}-{_hm(d['bed'])}" if d.get("wake") else ""
+    out.append(f"Plan for {plan.day:%A %d %b %Y} ({d['timezone']}){awake}\n", style="bold")
+    for _, kind, item in items:
+        span = f"{_hm(item['start'])}-{_hm(item['end'])}"
+        if kind == 0:
+            out.append(f"  {span}  ", style="dim")
+            out.append(plain(item["title"])[:48].ljust(48), style="dim")
+            out.append(f" {item['action'] or 'commitment'}\n", style="dim")
+            continue
+        out.append(f"  {span}  ")
+        out.append(f"#{item['id']} ", style="cyan")
+        out.append(f"{item['action']}", style="bold green")
+        out.append(f"  {plain(item['rationale'])}\n")
+        for e in item["evidence"]:
+            out.append(f"{'':15}· {plain(e)}\n", style="dim")
+        if item["model"] != "bayes-v1":
+            out.append(f"{'':15}· chosen by {plain(item['model'])}\n", style="dim")
+    return out
 
 
 def render_plan(plan: Plan) -> None:
-    table = Table(title=f"Plan for {plan.day.isoformat()} ({plan.day.strftime('%A')})")
-    for col in ("id", "slot", "action", "why", "model"):
-        table.add_column(col, overflow="fold")
-    for s in plan.slots:
-        table.add_row(str(s.id), s.slot, f"[bold]{s.action}[/bold]", s.rationale, s.model)
-    console.print(table)
+    console.print(timeline(plan), highlight=False, soft_wrap=True)
+    if plan.fixed_slots:
+        console.print(f"fixed by your calendar: {', '.join(plan.fixed_slots)}", highlight=False)
     b, sd = plan.belief, plan.belief_sd
     console.print(
         f"who you seem to be: social {b[0]:.2f} ±{sd[0]:.2f} · morning {b[1]:.2f} ±{sd[1]:.2f} · "
@@ -28,7 +56,7 @@ def render_plan(plan: Plan) -> None:
         f"{plan.feedback_used} answers)[/dim]"
     )
     for n in plan.notes:
-        console.print(f"[yellow]note:[/yellow] {n}")
+        console.print(Text.assemble(("note: ", "yellow"), plain(n)), soft_wrap=True)
     if plan.slots:
         console.print(f"[dim]answer with: rhythm feedback {plan.slots[0].id} accept|ignore[/dim]")
 
