@@ -41,6 +41,9 @@ class FileImport:
     path_help: str  # what PATH may be
     record_source: str  # the `source` of the rows it writes (raw_<record_source>)
     options: Mapping[str, str] = field(default_factory=dict)  # reader keyword -> setting name
+    # The reader takes window_start / window_end (recurring calendar series): the job passes
+    # a window that covers the configured one and the stored wearable data, whatever its year.
+    data_window: bool = False
 
 
 @dataclass(frozen=True)

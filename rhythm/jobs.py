@@ -96,12 +96,32 @@ def import_file(
     reader = registry.resolve(desc.reader)
     options = {kw: settings.get(name) for kw, name in desc.options.items()}
     with unit_of_work(settings, "import", source, str(path)) as run:
+        if desc.data_window:
+            options.update(_data_window(run.db, settings))
         writer = RecordWriter(run.db, on_flush=on_flush)
         for record in reader(path, progress=progress, **options):
             writer.add(record)
         writer.flush()
         run.summary = writer.summary.to_dict()
     return writer.summary
+
+
+def _data_window(db: Database, settings: Settings) -> dict[str, datetime]:
+    """The window recurring series are expanded in: the configured one around today, widened
+    to the stored wearable data (a 2021 export meets its own 2021 calendar)."""
+    from datetime import timedelta
+
+    from storage.inputs import wearable_span
+
+    now = datetime.now(UTC)
+    lo = now - timedelta(days=int(settings.ics_window_past_days))
+    hi = now + timedelta(days=int(settings.ics_window_future_days))
+    span = wearable_span(db)
+    if span is not None:
+        first = datetime(span[0].year, span[0].month, span[0].day, tzinfo=UTC) - timedelta(days=7)
+        last = datetime(span[1].year, span[1].month, span[1].day, tzinfo=UTC) + timedelta(days=8)
+        lo, hi = min(lo, first), max(hi, last)
+    return {"window_start": lo, "window_end": hi}
 
 
 # -- sync --------------------------------------------------------------------------------------

@@ -41,6 +41,8 @@ DURATIONS: dict[str, tuple[int, int, int]] = {
     "SLEEP": (15, 25, 45),
 }
 BUFFER_MIN = 10  # between a commitment's end and a block
+WAKE_UP_MIN = 15  # between waking up and a first block
+EXERCISE_BEFORE_BED_MIN = 90  # no workout in the last 90 minutes before bed (sleep hygiene)
 SLEEP_IN_MAX_MIN = 90
 SLEEP_IN_MIN_MIN = 30
 LATENCY_MIN = 15  # falling asleep
@@ -67,12 +69,17 @@ def _round_up(t: datetime, step: int = 5) -> datetime:
     return t + timedelta(minutes=extra) if extra else t
 
 
-def _usable(frame: DayFrame, w: Window) -> tuple[datetime, datetime]:
-    """The part of a free window a block may use: a buffer after a commitment ending at its start."""
-    start = w.start
+def _usable(frame: DayFrame, w: Window, action: str | None = None) -> tuple[datetime, datetime]:
+    """The part of a free window a block may use: a buffer after a commitment ending at its
+    start, a quarter of an hour after waking up, and no workout close to bedtime."""
+    start, end = w.start, w.end
     if any(abs((c.end - w.start).total_seconds()) < 60 for c in frame.commitments):
         start = start + timedelta(minutes=BUFFER_MIN)
-    return _round_up(start), w.end
+    if abs((w.start - frame.wake).total_seconds()) < 60:
+        start = start + timedelta(minutes=WAKE_UP_MIN)
+    if action == "EXERCISE":
+        end = min(end, frame.bed - timedelta(minutes=EXERCISE_BEFORE_BED_MIN))
+    return _round_up(start), end
 
 
 def fits(frame: DayFrame, slot: int, action: str) -> bool:
@@ -90,7 +97,7 @@ def place(
     least, usual, most = DURATIONS[action]
     best: Placement | None = None
     for w in frame.free_in(slot):
-        s, e = _usable(frame, w)
+        s, e = _usable(frame, w, action)
         room = (e - s).total_seconds() / 60.0
         if room < least:
             continue

@@ -59,7 +59,7 @@ WORK = ("DEEP_WORK", "ADMIN_WORK", "LEARN")
 # Between work commitments (a morning or afternoon that holds work), a block is what a
 # working day can hold: more work, a walk or workout, a few quiet minutes.
 AT_WORK = ("DEEP_WORK", "ADMIN_WORK", "LEARN", "EXERCISE", "MEDITATE")
-IGNORE_WEIGHT = 2.0  # score cost of an action at p(accept) 0 vs 0.5 in that kind of slot
+IGNORE_WEIGHT = 4.0  # score cost of an action at p(accept) 0 vs 0.5 in that kind of slot
 CLEARLY_WORSE = 0.25  # a model's pick is refused below this share of the best-to-worst range
 MIN_EFFECT = 0.01
 PHRASES = {
@@ -271,14 +271,18 @@ class DayPlanner:
         if since is not None:
             available["since"] = since
         facts = facts_for(action, available)
-        for (slot_name, name), (_pen, acc, ign) in sorted(ctx["answers"].items()):
-            if slot_name != SLOTS[slot] or acc + ign == 0:
-                continue
-            if name == action:
-                facts.append(Fact("answers", f"you accepted {acc} of {acc + ign} {slot_name} {name} suggestions", 0.0))
-            elif ign >= 2 and ign > acc:
-                facts.append(Fact("answers", f"you ignored {ign} of {acc + ign} {slot_name} {name} suggestions, "
-                                  f"so: something else", 0.0))
+        same = ctx["answers"].get((SLOTS[slot], action))
+        if same is not None:
+            _pen, acc, ign = same
+            verb, k = ("ignored", ign) if ign > acc else ("accepted", acc)
+            facts.append(Fact("answers", f"you {verb} {k} of {acc + ign} {SLOTS[slot]} {action} suggestions", 0.0))
+        others = sorted((name, ign) for (slot_name, name), (_p, acc, ign) in ctx["answers"].items()
+                        if slot_name == SLOTS[slot] and name != action and ign > acc)
+        if others:
+            n = sum(i for _, i in others)
+            names = ", ".join(name for name, _ in others[:4])
+            facts.append(Fact("answers", f"you ignored {n} {SLOTS[slot]} suggestion{'s' if n > 1 else ''} "
+                              f"({names}), so: {action}", 0.0))
         return facts
 
 

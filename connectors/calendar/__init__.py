@@ -14,6 +14,7 @@ SOURCES = (
         path_help="A calendar .ics file (or a folder of them).",
         record_source="calendar",
         options={"window_past_days": "ics_window_past_days", "window_future_days": "ics_window_future_days"},
+        data_window=True,
     ),
     ApiSync(
         name="google",

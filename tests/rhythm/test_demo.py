@@ -26,7 +26,8 @@ def test_demo_prints_a_plan_and_writes_the_report(rhythm_home, tmp_path, run_cli
     assert code == 0, err
     assert re.search(r"imported Apple Health: \d+ records, days 2025-02-\d\d \.\. 2025-03-26", out)
     assert "imported WHOOP" in out and "imported Calendar" in out
-    assert "Plan for 2025-03-26" in out or "plan for 2025-03-26" in out
+    assert "Plan for Wednesday 26 Mar 2025 (Europe/Amsterdam)" in out  # the timeline
+    assert "Team stand-up" in out and "Movie night" in out  # her commitments in it
     assert re.search(r"social 0\.\d\d ±\s?0\.\d\d", out)  # the belief with its uncertainty
     m = re.search(r"report (\S+report\.html) \((\d)/6 sections with data, (\d+) plots\)", out)
     assert m and m.group(1) == str(home / "report.html") and int(m.group(3)) >= 6
@@ -35,3 +36,26 @@ def test_demo_prints_a_plan_and_writes_the_report(rhythm_home, tmp_path, run_cli
     assert (home / "rhythm.duckdb").exists()
 
 
+@pytest.mark.slow
+def test_the_demo_plan_respects_maras_calendar(rhythm_home, tmp_path):
+    """Gym 07:00, stand-up 09:30, meetings all afternoon, movie night 20:30: no block over
+    any of them, every block with evidence and an expected effect."""
+    from datetime import datetime
+
+    from rhythm.demo import run_demo
+    from rhythm.settings import load_settings
+
+    r = run_demo(load_settings(agent_backend="bayes"), tmp_path / "d")
+    plan = r.plan_obj.to_dict()
+    spans = [(datetime.fromisoformat(c["start"]), datetime.fromisoformat(c["end"])) for c in plan["commitments"]]
+    titles = {c["title"] for c in plan["commitments"]}
+    assert any(t.startswith("Gym") for t in titles) and any(t.startswith("Movie night") for t in titles)
+    assert plan["recommendations"]
+    for rec in plan["recommendations"]:
+        s, e = datetime.fromisoformat(rec["start"]), datetime.fromisoformat(rec["end"])
+        assert s < e
+        if rec["kind"] != "bedtime":
+            assert all(e <= cs or s >= ce for cs, ce in spans), rec
+        assert rec["evidence"] and any(ch.isdigit() for ch in " ".join(rec["evidence"]))
+        assert rec["expected_effect"] and all(k in ("vitality", "cognition", "progress", "serenity", "connection")
+                                             for k in rec["expected_effect"])

@@ -62,16 +62,25 @@ def test_plans_the_rest_of_the_day_from_the_current_slot(settings):
     plan = recommend(settings, now=_now(DAY, 14))  # afternoon, UTC (no timezone configured -> local)
     assert isinstance(plan, Plan)
     assert plan.day == DAY
-    assert [s.slot for s in plan.slots] == list(SLOTS[SLOTS.index(plan.slots[0].slot):])
-    assert all(s.action in ACTIONS and s.rationale for s in plan.slots)
+    assert {s.slot for s in plan.slots} <= {"afternoon", "evening", "night"}
+    assert plan.slots[-1].slot == "night" and plan.slots[-1].kind == "bedtime"
+    assert all(s.action in ACTIONS and s.rationale and s.evidence and s.expected_effect for s in plan.slots)
+    assert all(s.start >= _now(DAY, 14) for s in plan.slots)  # nothing in the past
     assert all(0.0 <= b <= 1.0 for b in plan.belief) and all(sd > 0 for sd in plan.belief_sd)
     assert plan.observed_slots > 20
     with open_db(settings.database, read_only=True) as db:
-        rows = db.query("SELECT id, slot, action, belief_social, model FROM recommendations ORDER BY id")[1]
+        rows = db.query("SELECT id, slot, action, belief_social, model, start_ts, end_ts, "
+                        "evidence, expected_effect, meters_before FROM recommendations ORDER BY id")[1]
     assert [(r[1], r[2]) for r in rows] == [(s.slot, s.action) for s in plan.slots]
-    # the current slot: the bundled student where llama.cpp is installed; the rest: the planner
-    first = "llm:student-q8_0.gguf" if HAVE_LLAMA_CPP else "bayes-v1"
-    assert [r[4] for r in rows] == [first] + ["bayes-v1"] * (len(rows) - 1)
+    assert all(r[5] < r[6] and json.loads(r[7]) and json.loads(r[8]) and len(json.loads(r[9])) == 5 for r in rows)
+    # the current slot: the bundled student where llama.cpp is installed (its pick checked by
+    # the planner, which may refuse it and say so); the rest: the planner
+    models = [r[4] for r in rows]
+    assert models[1:] == ["bayes-v1"] * (len(rows) - 1)
+    if HAVE_LLAMA_CPP:
+        assert models[0] == "llm:student-q8_0.gguf" or any("stands" in n for n in plan.notes)
+    else:
+        assert models[0] == "bayes-v1"
 
 
 def test_the_bundled_student_is_the_default_and_bayes_stays_available(settings):
@@ -89,9 +98,9 @@ def test_the_bundled_student_is_the_default_and_bayes_stays_available(settings):
     assert all(s.model == "bayes-v1" for s in plan.slots)
 
 
-def test_a_whole_other_day_gets_four_slots(settings):
+def test_a_whole_other_day_gets_a_block_in_every_open_slot(settings):
     plan = recommend(settings, day=DAY + timedelta(days=1), now=_now(DAY, 14))
-    assert [s.slot for s in plan.slots] == list(SLOTS)
+    assert [s.slot for s in plan.slots] == [s for s in SLOTS if s not in plan.fixed_slots]
 
 
 def test_feedback_is_stored_replaced_and_used(settings):
@@ -120,8 +129,13 @@ def test_cli_recommend_and_feedback(settings, run_cli):
     code, out, err = run_cli("recommend", "--date", DAY.isoformat(), "--json")
     assert code == 0, err
     plan = json.loads(out)
-    assert plan["day"] == DAY.isoformat() and plan["slots"]
-    rid = plan["slots"][0]["id"]
+    assert plan["day"] == DAY.isoformat() and plan["recommendations"]
+    for key in ("timezone", "commitments", "fixed_slots", "belief", "belief_sd", "notes"):
+        assert key in plan
+    rec = plan["recommendations"][0]
+    assert set(rec) >= {"id", "slot", "action", "start", "end", "rationale", "evidence", "expected_effect"}
+    assert rec["start"].endswith("+00:00") and rec["evidence"]
+    rid = rec["id"]
     code, out, _ = run_cli("feedback", str(rid), "accept")
     assert code == 0 and "accept" in out
     code, _, err = run_cli("feedback", "9999", "accept")
@@ -148,8 +162,9 @@ def test_local_gguf_backend_stays_inside_the_grammar(settings, tiny_gguf):  # no
 
     s = replace(settings, model_path=tiny_gguf, agent_backend="llm")
     plan = recommend(s, day=DAY, now=_now(DAY, 8))
-    assert plan.slots[0].model == f"llm:{tiny_gguf.name}"
-    assert plan.slots[0].rationale.endswith(f"chosen by the local model {tiny_gguf.name}")
+    # the model answered inside the grammar; the planner accepted its pick or refused it and said why
+    assert plan.slots[0].model == f"llm:{tiny_gguf.name}" or any(tiny_gguf.name in n for n in plan.notes)
+    assert not any("no valid answer" in n for n in plan.notes)
     assert all(slot.action in ACTIONS for slot in plan.slots)
 
 
