@@ -5,6 +5,8 @@
   no deliberate probing).
 - ``belief-only``: the spec 9 heuristic's actions with the Bayesian belief (ablation: what
   inference alone is worth).
+- ``bayes-horizon``: the real-day planner's objective (agent.day.horizon): the same belief,
+  a rolling two-day horizon with no end of the week.
 """
 
 from __future__ import annotations
@@ -12,8 +14,16 @@ from __future__ import annotations
 from agent.planner import BayesAgent
 from simulator.policies import policy_names, register_policy
 
+
+def _horizon():
+    from agent.day.horizon import HorizonAgent
+
+    return HorizonAgent()
+
+
 AGENT_POLICIES = {
     "bayes": lambda: BayesAgent(),
+    "bayes-horizon": _horizon,
     "bayes-noinfo": lambda: BayesAgent(info_weight=0.0),
     "belief-only": lambda: BayesAgent(plan=False),
 }

@@ -26,7 +26,7 @@ from typing import Any
 
 from common.errors import ConfigError
 from common.records import ACTIONS, METERS, SLOTS
-from rhythm.settings import Settings, local_today
+from rhythm.settings import Settings, local_today, user_zone
 from storage import open_db, overview
 
 BELIEFS = ("social", "morning", "work")
@@ -50,17 +50,34 @@ class ReportData:
     workouts: list[dict[str, Any]] = field(default_factory=list)
     events_by_action: dict[str, int] = field(default_factory=dict)
     coverage: list[dict[str, Any]] = field(default_factory=list)
+    events_near_today: list[dict[str, Any]] = field(default_factory=list)
+    tz: Any = UTC
 
     @property
     def today_plan(self) -> list[dict[str, Any]]:
-        """The latest recommendation per slot for today, in slot order."""
-        latest: dict[str, dict[str, Any]] = {}
-        for r in self.recommendations:
-            if r["local_day"] == self.today:
-                cur = latest.get(r["slot"])
-                if cur is None or (r["created_at"], r["id"]) > (cur["created_at"], cur["id"]):
-                    latest[r["slot"]] = r
-        return [latest[s] for s in _slot_order(latest)]
+        """Today's latest plan: the recommendations made together most recently, in time order
+        (a block per open slot; older plans' blocks for other slots are not mixed in)."""
+        rows = [r for r in self.recommendations if r["local_day"] == self.today]
+        if not rows:
+            return []
+        last = max(r["created_at"] for r in rows)
+        plan = [r for r in rows if r["created_at"] == last]
+        return sorted(plan, key=lambda r: (r.get("start_ts") or datetime.max.replace(tzinfo=UTC), _slot_key(r)))
+
+    @property
+    def commitments(self) -> list[Any]:
+        """Today's commitments (cancelled, free, all-day, declined and Rhythm's own blocks left out)."""
+        from agent.day.calendar import RHYTHM_UID_SUFFIX, CalendarEvent, commitments, slot_window
+
+        evs = [
+            CalendarEvent(e["start_ts"].astimezone(self.tz), e["end_ts"].astimezone(self.tz), e["title"], e["action"],
+                          e["source"], e["status"], e["transparency"], bool(e["all_day"]), e["self_response"],
+                          str(e["event_id"]).endswith(RHYTHM_UID_SUFFIX))
+            for e in self.events_near_today
+        ]
+        lo, _ = slot_window(self.today, 0, self.tz)
+        _, hi = slot_window(self.today, 3, self.tz)
+        return commitments(evs, lo, hi)
 
 
 @dataclass(frozen=True)
@@ -76,10 +93,15 @@ def gather(settings: Settings, today: date, days: int) -> ReportData:
     data = ReportData(today=today, start=start, generated_at=datetime.now(UTC), database=str(settings.database))
     if not settings.database.exists():
         return data
+    data.tz = user_zone(settings)
     with open_db(settings.database, read_only=True) as db:
         rows = overview.report_rows(db, start, today)
     for name, value in rows.items():
         setattr(data, name, value)
+    for r in data.recommendations:  # JSON columns arrive as text
+        for k in ("evidence", "expected_effect"):
+            if isinstance(r.get(k), str):
+                r[k] = json.loads(r[k])
     return data
 
 
@@ -135,6 +157,57 @@ def meters_plot(data: ReportData, slot: str) -> str | None:
     _day_axis(ax, data.start, data.today)
     ax.legend(fontsize=7, ncols=5, loc="lower left", frameon=False)
     return _png(fig, f"meters in the {slot} over time")
+
+
+def _mpl_text(text: str) -> str:
+    """Imported text for a matplotlib label: no mathtext ($...$), no control characters."""
+    clean = "".join(ch if ch.isprintable() else " " for ch in str(text))
+    return clean.replace("$", r"\$")
+
+
+def day_plot(data: ReportData) -> str | None:
+    """Today side by side: the calendar's commitments (left) and the plan's blocks (right),
+    06:00 to 06:00 the next morning."""
+    commitments, plan = data.commitments, [r for r in data.today_plan if r.get("start_ts")]
+    if not commitments and not plan:
+        return None
+    base = datetime.combine(data.today, datetime.min.time(), tzinfo=data.tz)
+
+    def hours(t: datetime) -> float:
+        return (t.astimezone(data.tz) - base).total_seconds() / 3600.0
+
+    fig = _figure(7.5, 6.5)
+    ax = fig.add_subplot()
+    for c in commitments:
+        y0, y1 = max(6.0, hours(c.start)), min(30.0, hours(c.end))
+        if y1 <= y0:
+            continue
+        ax.add_patch(_rect(0.05, y0, 0.9, y1 - y0, "#b8c0c8"))
+        ax.text(0.1, (y0 + y1) / 2, f"{c.start.astimezone(data.tz):%H:%M} {_mpl_text(c.title)[:34]}",
+                va="center", fontsize=7, clip_on=True)
+    for r in plan:
+        y0, y1 = max(6.0, hours(r["start_ts"])), min(30.0, hours(r["end_ts"]))
+        if y1 <= y0:
+            continue
+        color = ACTION_COLORS[ACTIONS.index(r["action"])] if r["action"] in ACTIONS else "#888888"
+        ax.add_patch(_rect(1.05, y0, 0.9, y1 - y0, color, alpha=0.85))
+        ax.text(1.1, (y0 + y1) / 2, f"{r['start_ts'].astimezone(data.tz):%H:%M} {r['action'].lower()}",
+                va="center", fontsize=7, clip_on=True)
+    ax.set_xlim(0, 2)
+    ax.set_ylim(30, 6)
+    ax.set_xticks([0.5, 1.5], ["your calendar", "the plan"])
+    ticks = list(range(6, 31, 2))
+    ax.set_yticks(ticks, [f"{t % 24:02d}:00" for t in ticks], fontsize=7)
+    ax.set_axisbelow(True)
+    ax.grid(axis="y", color="#eeeeee")
+    ax.set_title(f"{data.today:%A %d %B}", fontsize=9)
+    return _png(fig, f"your calendar and the plan for {data.today}")
+
+
+def _rect(x: float, y: float, w: float, h: float, color: str, alpha: float = 1.0) -> Any:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x, y), w, h, facecolor=color, edgecolor="white", alpha=alpha)
 
 
 def actions_plot(data: ReportData) -> str | None:
@@ -262,17 +335,29 @@ def _evidence_html(obj: Any, depth: int = 0) -> str:
     return html.escape(str(obj))
 
 
-def section_plan(data: ReportData) -> tuple[str, bool]:
+def section_plan(data: ReportData) -> tuple[str, bool, int]:
     plan = data.today_plan
+    n = 0
     out = [f"<h2>Today's plan <small>{data.today:%A %d %B %Y}</small></h2>"]
     if not plan:
         out.append(empty(f"No plan for {data.today} yet. Run `rhythm recommend` (or the daemon's morning run)."))
     else:
+        picture = day_plot(data)
+        if picture:
+            out.append(picture)
+            n += 1
         out.append(table(
-            ["slot", "do", "belief", "why", "model", "your answer"],
-            [[r["slot"], r["action"], _belief_cell(r), r["rationale"], r["model"], r["response"]] for r in plan],
+            ["when", "slot", "do", "why", "the facts behind it", "expected", "belief", "model", "your answer"],
+            [[_when_cell(r, data), r["slot"], r["action"], r["rationale"], _list_cell(r.get("evidence")),
+              _effect_cell(r.get("expected_effect")), _belief_cell(r), r["model"], r["response"]] for r in plan],
             "plan",
         ))
+        held = data.commitments
+        if held:
+            out.append("<h3>Your commitments today</h3>")
+            out.append(table(["when", "what", "counted as"], [
+                [f"{c.start.astimezone(data.tz):%H:%M}-{c.end.astimezone(data.tz):%H:%M}", c.title,
+                 c.action or "unclassified"] for c in held]))
     # the evidence: the meters the plan starts from (today's, else the latest day before)
     meter_days = sorted({r["local_day"] for r in data.meters if r["local_day"] <= data.today})
     if meter_days:
@@ -287,7 +372,25 @@ def section_plan(data: ReportData) -> tuple[str, bool]:
                            f'<div class="evidence">{_evidence_html(r["evidence"])}</div></details>')
     else:
         out.append(empty("No meters yet, so no evidence to show. Import data and run `rhythm map`."))
-    return "\n".join(out), bool(plan)
+    return "\n".join(out), bool(plan), n
+
+
+def _when_cell(r: dict[str, Any], data: ReportData) -> str:
+    if not r.get("start_ts"):
+        return r["slot"]
+    return f"{r['start_ts'].astimezone(data.tz):%H:%M}-{r['end_ts'].astimezone(data.tz):%H:%M}"
+
+
+def _list_cell(items: Any) -> _Raw:
+    if not items:
+        return _Raw("—")
+    return _Raw("<ul>" + "".join(f"<li>{html.escape(str(x))}</li>" for x in items) + "</ul>")
+
+
+def _effect_cell(effect: Any) -> str:
+    if not effect:
+        return "—"
+    return ", ".join(f"{k} {v:+.2f}" for k, v in sorted(effect.items(), key=lambda kv: -abs(kv[1])))
 
 
 def section_meters(data: ReportData) -> tuple[str, bool, int]:
@@ -391,7 +494,7 @@ footer{color:#888;font-size:12px;text-align:center;margin:20px 0}
 
 
 def render(data: ReportData) -> tuple[str, dict[str, bool], int]:
-    plan_html, has_plan = section_plan(data)
+    plan_html, has_plan, n0 = section_plan(data)
     meters_html, has_meters, n1 = section_meters(data)
     did_html, has_did, n2 = section_did(data)
     recs_html, has_recs = section_recommendations(data)
@@ -423,7 +526,7 @@ def render(data: ReportData) -> tuple[str, dict[str, bool], int]:
 </body>
 </html>
 """
-    return page, sections, n1 + n2 + n3 + n4
+    return page, sections, n0 + n1 + n2 + n3 + n4
 
 
 def write_report(

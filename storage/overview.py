@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from common.records import METERS
@@ -70,6 +70,12 @@ def report_rows(db: Database, start: date, end: date) -> dict[str, Any]:
                 "SELECT action, count(*) FROM events WHERE local_day BETWEEN ? AND ? AND status <> 'cancelled' "
                 "GROUP BY action ORDER BY count(*) DESC, action", span).fetchall()
         },
+        "events_near_today": _dicts(
+            db,
+            "SELECT event_id, title, start_ts, end_ts, all_day, status, transparency, self_response, action, source "
+            "FROM events WHERE local_day BETWEEN ? AND ? ORDER BY start_ts",
+            [end - timedelta(days=1), end + timedelta(days=1)],
+        ),
         "coverage": _dicts(
             db,
             "SELECT local_day, source, sum(n) AS n FROM ("

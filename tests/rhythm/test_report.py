@@ -45,7 +45,7 @@ def test_every_section_has_data_and_the_plots_are_real_pngs(full_report):
                                     "belief": True, "data": True}
     page = full_report.path.read_text()
     imgs = IMG_RE.findall(page)
-    assert full_report.plots == len(imgs) == 7  # 4 slots, actions, belief, coverage
+    assert full_report.plots == len(imgs) == 8  # the day, 4 slots, actions, belief, coverage
     for alt, b64 in imgs:
         png = mpimg.imread(io.BytesIO(base64.b64decode(b64)), format="png")
         assert png.shape[0] > 150 and png.shape[1] > 600, alt
@@ -53,7 +53,9 @@ def test_every_section_has_data_and_the_plots_are_real_pngs(full_report):
                                     "what you did, per day and slot"}
     # today's plan: the latest recommendation per slot, with belief ± sd and the reason, escaped
     plan = page[page.index('<section id="plan">'):page.index('<section id="meters">')]
-    assert plan.count("<tr>") == 1 + 3 + 1 + 4  # plan header + 3 slots, evidence header + 4 slots
+    assert plan.count("<tr>") == 1 + 3 + 1 + 4  # plan header + 3 blocks, evidence header + 4 slots
+    assert "slept 7 h 20, your usual 7 h 30" in plan and "vitality +0.05" in plan  # facts and effect
+    assert "your calendar and the plan for" in plan  # the day drawn
     assert "because of &lt;signals&gt; on day 20 &amp; more" in plan and "<signals>" not in page
     assert re.search(r"social 0\.60 ± 0\.07", plan)
     assert "signals behind the morning meters" in plan and "hrv_rmssd" in plan
@@ -89,7 +91,7 @@ def test_report_cli(full_report, run_cli, tmp_path):
     code, stdout, err = run_cli("--home", home, "report", "--days", "7", "--date", "2025-03-26", "--out", out, "--json")
     assert code == 0, err
     doc = json.loads(stdout)
-    assert doc["path"] == str(out) and doc["plots"] == 7 and all(doc["sections"].values())
+    assert doc["path"] == str(out) and doc["plots"] == 8 and all(doc["sections"].values())
     code, _, err = run_cli("report", "--date", "26/03/2025")
     assert code == 2 and "--date: expected YYYY-MM-DD" in err
     code, stdout, _ = run_cli("--home", home, "report", "--date", "2025-03-26")  # default: RHYTHM_HOME/reports/
@@ -126,7 +128,7 @@ def render(page: Path, tmp_path: Path, *args: str) -> tuple[str, list[str]]:
 def test_report_renders_in_headless_chromium_with_plots_and_no_console_errors(full_report, tmp_path):
     dom, console = render(full_report.path, tmp_path, "--dump-dom")
     assert console == []
-    assert dom.count('<img class="plot"') == 7 and dom.count('src="data:image/png;base64,') == 7
+    assert dom.count('<img class="plot"') == 8 and dom.count('src="data:image/png;base64,') == 8
     for sid in ("plan", "meters", "did", "recommendations", "belief", "data"):
         assert f'<section id="{sid}">' in dom
     shot = tmp_path / "shot.png"
