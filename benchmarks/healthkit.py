@@ -8,8 +8,9 @@
     .venv/bin/python benchmarks/healthkit.py --records 1000000 --no-native   # pure-Python parser
 
 Builds a large export.xml in benchmarks/_data/ (git-ignored) by repeating the Records of
-shared/fixtures/apple_health/k0rventen_export.xml (27 types, HRV beat lists, metadata),
-each copy shifted later by a whole number of 367-day periods so no natural key repeats. Then:
+the generated test export (tests/fixtures/synthetic/healthkit.py: 8,038 Records of 28 types
+in the shape of a real 2021 export, HRV beat lists, metadata), each copy shifted later by a
+whole number of 367-day periods so no natural key repeats. Then:
 
 1. `rhythm import healthkit FILE` in a subprocess with a fresh RHYTHM_HOME: wall time
    (parse + load + commit), CPU time, peak RSS of that process (os.wait4).
@@ -42,14 +43,22 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURE = REPO.parent / "shared" / "fixtures" / "apple_health" / "k0rventen_export.xml"
 DATA = REPO / "benchmarks" / "_data"
 DATE = re.compile(rb"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ([+-]\d{4})")
 SHIFT = timedelta(days=367)  # > the fixture's span (one year), so copies never collide
 
 
+def fixture_bytes() -> bytes:
+    """The generated test export the copies repeat (the suite's own fixture, one year of 2021)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from tests.fixtures.synthetic import healthkit
+
+    return healthkit.export_xml()
+
+
 def split_fixture() -> tuple[bytes, bytes, bytes, int]:
-    src = FIXTURE.read_bytes()
+    src = fixture_bytes()
     head_end = src.index(b"\n", src.index(b"<ExportDate")) + 1
     tail_start = src.rindex(b"</HealthData>")
     body = src[head_end:tail_start]

@@ -1,4 +1,9 @@
-"""Shared test set-up: every test gets its own RHYTHM_HOME; no test touches ~/.rhythm."""
+"""Shared test set-up: every test gets its own RHYTHM_HOME; no test touches ~/.rhythm.
+
+Test data: everything lives in tests/fixtures (`FIXTURES`, see its README and NOTICE.md);
+the files no licence lets us copy are generated once per session into a temporary folder
+(`healthkit_xml`, `healthkit_zip`, `whoop_export`). Nothing is read from outside the repository.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO.parent / "shared" / "fixtures"
+from tests.fixtures import FIXTURES
+from tests.fixtures.synthetic import healthkit, whoop
 
 
 @pytest.fixture(autouse=True)
@@ -28,9 +33,32 @@ def rhythm_home(_isolated_home) -> Path:
 
 @pytest.fixture
 def fixtures_dir() -> Path:
-    if not FIXTURES.exists():
-        pytest.fail(f"shared fixtures not found at {FIXTURES}")
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def _generated(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("generated_fixtures")
+
+
+@pytest.fixture(scope="session")
+def healthkit_xml(_generated) -> Path:
+    """A generated Apple Health export.xml (tests/fixtures/synthetic/healthkit.py)."""
+    return healthkit.write_export_xml(_generated / "export.xml")
+
+
+@pytest.fixture(scope="session")
+def healthkit_zip(_generated) -> Path:
+    """The same export as the Health app's export.zip, with two workout routes."""
+    return healthkit.write_export_zip(_generated / "export.zip")
+
+
+@pytest.fixture(scope="session")
+def whoop_export(_generated) -> Path:
+    """A generated WHOOP app CSV export folder (tests/fixtures/synthetic/whoop.py)."""
+    folder = _generated / "whoop_export"
+    whoop.write_export(folder)
+    return folder
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from rhythm.settings import load_settings
 from rhythm.sync import auth_whoop
 from storage import open_db
 from tests.connectors.google_server import GoogleServer, all_day, timed
-from tests.connectors.whoop_server import WhoopServer, make_days, score_pending
+from tests.connectors.whoop_server import WhoopServer, make_days, score_pending, sleep_template
 from tests.loopback import Loopback, Reply
 
 PRIMARY = "foo.bar@gmail.com"
@@ -212,7 +212,8 @@ def test_pending_score_turns_scored_on_the_next_sync(env, servers):
     score_pending(ws.data)
     assert sync(env, ["whoop"])["ok"]
     assert q(env, "SELECT value FROM samples WHERE metric = 'recovery' AND local_day = ?", [last_day]) == [(88.0,)]
-    assert q(env, "SELECT score FROM sleep_sessions WHERE local_day = ?", [last_day]) == [(94.1,)]
+    performance = sleep_template()["score"]["sleep_performance_percentage"]  # what score_pending sets
+    assert q(env, "SELECT score FROM sleep_sessions WHERE local_day = ?", [last_day]) == [(performance,)]
     after = counts(env)
     assert after["raw_whoop"] == before["raw_whoop"] and after["sleep_sessions"] == before["sleep_sessions"]
     assert q(env, "SELECT count(*) FROM samples WHERE metric = 'recovery'") == [(5,)]  # updated, not added

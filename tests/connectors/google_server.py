@@ -1,7 +1,7 @@
 """A loopback Google Calendar API v3 + OAuth token server for tests (tests.loopback).
 
 Speaks what the sync relies on: `users/me/calendarList` (the recorded gcalvault response in
-shared/fixtures), `calendars/{id}/events` with `singleEvents`, `timeMin`, `pageToken`
+tests/fixtures), `calendars/{id}/events` with `singleEvents`, `timeMin`, `pageToken`
 (short pages, `nextPageToken`), `nextSyncToken` on the LAST page only, incremental
 `syncToken` listings that return changed and cancelled events, 410 Gone for an expired sync
 token, `timeMin` + `syncToken` refused with 400, Bearer auth, and a token endpoint for
@@ -14,20 +14,20 @@ import base64
 import json
 import secrets
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from tests.fixtures import FIXTURES
 from tests.loopback import Loopback, Reply, Request
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "google_calendar" / "api_json"
+CALENDAR_LIST = FIXTURES / "google_calendar" / "api_json" / "gcalvault_cal_list.json"
 API_PREFIX = "/calendar/v3"
 TOKEN_PATH = "/token"
 PAGE = 3  # Google may serve short pages; the client must follow nextPageToken
 
 
 def calendar_list() -> dict[str, Any]:
-    return json.loads((FIXTURES / "gcalvault_cal_list.json").read_text())
+    return json.loads(CALENDAR_LIST.read_text())
 
 
 def timed(eid: str, start: str, end: str, tz: str = "America/Los_Angeles", **extra: Any) -> dict[str, Any]:

@@ -16,14 +16,15 @@ from common.errors import SourceFormatError
 from common.records import RawRecord, Sample, SleepSession, Workout
 from connectors.garmin import read_export
 from connectors.garmin.fit import from_fit_seconds, read_fit, roll_timestamp_16
+from tests.fixtures import FIXTURES
 
-FIT_DIR = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "garmin_fit"
+FIT_DIR = FIXTURES / "garmin_fit"
 RUN = FIT_DIR / "fitparse_activity-small-fenix2-run.fit"
 WALK = FIT_DIR / "fitparse_garmin-fenix-5-walk.fit"
 MONITORING = FIT_DIR / "fitparse_MonitoringFile.fit"
 WEIGHT = FIT_DIR / "fitparse_WeightScaleSingleUser.fit"
 TRUNCATED = FIT_DIR / "fitdecode_invalid_activity-unexpected-eof.fit"
-EXPORT = Path(__file__).resolve().parent / "fixtures_synthetic" / "garmin_export"
+EXPORT = FIXTURES / "garmin_export"
 
 
 # -- helpers (kept in this file: no shared conftest here) ------------------------------------
@@ -200,7 +201,7 @@ def test_not_a_fit_file():
         list(read_fit(b"hello, this is not a FIT file at all", "x.fit"))
 
 
-# -- account export (synthetic, see fixtures_synthetic/garmin_export/README.md) ---------------
+# -- account export (hand-written, see tests/fixtures/garmin_export/README.md) ---------------
 def test_account_export_sleep_health_status_and_daily_summaries():
     records = list(read_export(EXPORT))
     sleeps = {s.session_id: s for s in by_type(records, SleepSession)}

@@ -1,4 +1,5 @@
-"""Apple Health connector: real fixtures, synthetic exports built in tmp, the CLI end to end."""
+"""Apple Health connector: real fixtures, the generated export (healthkit_xml, healthkit_zip),
+synthetic exports built in tmp, the CLI end to end."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 import xml.etree.ElementTree as ET
 import zipfile
 from collections import Counter
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta, timezone
 from functools import partial
 from pathlib import Path
 
@@ -23,10 +24,10 @@ from connectors.healthkit import read_export
 from connectors.healthkit import source as source_mod
 from connectors.healthkit import types as types_mod
 from storage import open_db
+from tests.fixtures import FIXTURES
+from tests.fixtures.synthetic import healthkit as generated
 
-APPLE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "apple_health"
-K0_XML = APPLE / "k0rventen_export.xml"
-K0_ZIP = APPLE / "k0rventen_test-export.zip"
+APPLE = FIXTURES / "apple_health"
 DOGSHEEP = APPLE / "dogsheep_export.xml"
 ALX = APPLE / "alxdrcirilo_export.xml"
 
@@ -116,22 +117,26 @@ def query(home: Path, sql: str) -> list[tuple]:
         return db.query(sql)[1]
 
 
-# -- real fixtures -----------------------------------------------------------------------------
-def test_heart_rate_samples_match_an_independent_count():
-    tree = ET.parse(K0_XML)
+# -- real fixtures and the generated export (tests/fixtures/synthetic/healthkit.py) -------------
+PLUS2 = timezone(timedelta(hours=2))  # the generated export writes every date with +0200
+
+
+def test_heart_rate_samples_match_an_independent_count(healthkit_xml):
+    tree = ET.parse(healthkit_xml)
     hr = [r for r in tree.getroot().iter("Record") if r.get("type") == HR]
-    got = [s for s in collect(K0_XML)["samples"] if s["metric"] == "heart_rate"]
-    assert len(got) == len(hr) == 400
+    got = [s for s in collect(healthkit_xml)["samples"] if s["metric"] == "heart_rate"]
+    assert len(got) == len(hr) == generated.COUNTS[HR] == 400
     assert sorted(s["value"] for s in got) == sorted(float(r.get("value")) for r in hr)
     assert {s["unit"] for s in got} == {"bpm"}
-    assert {s["source_name"] for s in got} == {"test-device"}
+    assert {s["source_name"] for s in got} == {generated.SOURCE_NAME}
 
 
-def test_every_record_type_is_kept_including_unknown_ones():
-    tree = ET.parse(K0_XML)
+def test_every_record_type_is_kept_including_unknown_ones(healthkit_xml):
+    tree = ET.parse(healthkit_xml)
     expected = Counter(r.get("type") for r in tree.getroot().iter("Record"))
-    got = collect(K0_XML)["samples"]
-    assert len(got) == sum(expected.values()) == 8038
+    assert expected == generated.COUNTS  # 28 types, up to 400 Records each
+    got = collect(healthkit_xml)["samples"]
+    assert len(got) == sum(expected.values()) == generated.RECORDS
     metrics = Counter(s["metric"] for s in got)
     assert metrics["steps"] == expected["HKQuantityTypeIdentifierStepCount"]
     assert metrics["hrv_sdnn"] == expected["HKQuantityTypeIdentifierHeartRateVariabilitySDNN"]
@@ -142,20 +147,21 @@ def test_every_record_type_is_kept_including_unknown_ones():
     assert {s["unit"] for s in got if s["metric"] == "walking_speed"} == {"km/hr"}
 
 
-def test_offsets_are_kept_and_local_day_is_the_wall_clock_day():
-    hrv = [s for s in collect(K0_XML)["samples"] if s["metric"] == "hrv_sdnn"]
+def test_offsets_are_kept_and_local_day_is_the_wall_clock_day(healthkit_xml):
+    hrv = [s for s in collect(healthkit_xml)["samples"] if s["metric"] == "hrv_sdnn"]
     first = min(hrv, key=lambda s: s["start_ts"])
-    # <Record ... startDate="2021-01-01 01:20:29 +0200" value="161.887">
-    assert first["start_ts"] == datetime(2020, 12, 31, 23, 20, 29, tzinfo=UTC)
+    # <Record ... startDate="2021-01-01 01:14:07 +0200" value="88.1042"> (generated.FIRST_HRV)
+    local, value = generated.FIRST_HRV
+    assert first["start_ts"] == local.replace(tzinfo=PLUS2) == datetime(2020, 12, 31, 23, 14, 7, tzinfo=UTC)
     assert first["tz_offset_min"] == 120
     assert first["local_day"] == date(2021, 1, 1)  # not the UTC day (Dec 31)
-    assert first["value"] == pytest.approx(161.887)
+    assert first["value"] == pytest.approx(float(value))
 
 
-def test_hrv_beat_lists_and_metadata_are_landed():
-    out = collect(K0_XML)
+def test_hrv_beat_lists_and_metadata_are_landed(healthkit_xml):
+    out = collect(healthkit_xml)
     beats = [r for r in out["raw"] if r.kind == "record" and "HeartRateVariabilitySDNN" in r.natural_key]
-    assert len(beats) == 400
+    assert len(beats) == generated.COUNTS["HKQuantityTypeIdentifierHeartRateVariabilitySDNN"]
     hr = [s for s in out["samples"] if s["metric"] == "heart_rate"]
     assert all(s["detail"] and "HKMetadataKeyHeartRateMotionContext" in s["detail"] for s in hr)
 
@@ -198,19 +204,20 @@ def test_ios16_sleep_stages_give_sessions_per_source():
     assert dev.startswith("name:Apple Watch") and "0x" not in dev
 
 
-def test_legacy_sleep_night_is_grouped_and_attributed_to_the_wake_up_day():
-    tree = ET.parse(K0_XML)
+def test_legacy_sleep_night_is_grouped_and_attributed_to_the_wake_up_day(healthkit_xml):
+    tree = ET.parse(healthkit_xml)
     recs = [r for r in tree.getroot().iter("Record") if r.get("type") == "HKCategoryTypeIdentifierSleepAnalysis"]
     assert {r.get("value") for r in recs} <= {
         "HKCategoryValueSleepAnalysisInBed",
         "HKCategoryValueSleepAnalysisAsleepUnspecified",
     }
-    sessions = collect(K0_XML)["sleep"]
+    sessions = collect(healthkit_xml)["sleep"]
     first = min(sessions, key=lambda s: s.start_ts)
-    # InBed 2021-01-01 02:56:10 .. 08:00:12 +0200
-    assert first.start_ts == datetime(2021, 1, 1, 0, 56, 10, tzinfo=UTC)
+    # one InBed Record 2021-01-01 02:41:33 .. 07:58:10 +0200 (generated.FIRST_NIGHT)
+    start, end = generated.FIRST_NIGHT
+    assert first.start_ts == start.replace(tzinfo=PLUS2) == datetime(2021, 1, 1, 0, 41, 33, tzinfo=UTC)
     assert first.local_day == date(2021, 1, 1)
-    assert first.in_bed_min == pytest.approx((5 * 3600 + 4 * 60 + 2) / 60)
+    assert first.in_bed_min == pytest.approx((end - start).total_seconds() / 60)
     assert first.light_min is None and first.deep_min is None  # legacy data: no stages
 
 
@@ -260,14 +267,14 @@ def test_units_are_converted_and_unknown_units_kept(tmp_path):
     assert got["mindful"]["value"] == pytest.approx(10.0) and got["mindful"]["tz_offset_min"] == 330
 
 
-def test_small_chunks_and_batches_give_the_same_rows(monkeypatch):
+def test_small_chunks_and_batches_give_the_same_rows(monkeypatch, healthkit_xml):
     """Records split across read chunks and batch boundaries keep their metadata and beats."""
-    whole = collect(K0_XML)
+    whole = collect(healthkit_xml)
     monkeypatch.setattr(source_mod, "CHUNK", 997)
     monkeypatch.setattr(parser_mod, "BATCH_ROWS", 50)
-    batches = [r for r in read_export(K0_XML) if isinstance(r, RecordBatch)]
+    batches = [r for r in read_export(healthkit_xml) if isinstance(r, RecordBatch)]
     assert len(batches) > 50  # streamed in many pieces
-    pieces = collect(K0_XML)
+    pieces = collect(healthkit_xml)
 
     def key(s):
         return (s["metric"], s["source_name"], s["start_ts"], s["end_ts"], s["value"], s["detail"])
@@ -276,11 +283,11 @@ def test_small_chunks_and_batches_give_the_same_rows(monkeypatch):
     assert sorted(r.payload for r in pieces["raw"]) == sorted(r.payload for r in whole["raw"])
 
 
-def test_progress_reports_bytes_up_to_the_file_size():
+def test_progress_reports_bytes_up_to_the_file_size(healthkit_zip):
     seen: list[tuple[float, float | None]] = []
-    for _ in read_export(K0_ZIP, progress=lambda done, total: seen.append((done, total))):
+    for _ in read_export(healthkit_zip, progress=lambda done, total: seen.append((done, total))):
         pass
-    size = K0_ZIP.stat().st_size
+    size = healthkit_zip.stat().st_size
     assert seen[-1] == (size, size)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
@@ -296,9 +303,9 @@ def test_localised_xml_name_inside_the_zip_is_found(tmp_path):
 
 
 # -- errors -------------------------------------------------------------------------------------
-def test_error_for_each_kind_of_bad_input(tmp_path):
+def test_error_for_each_kind_of_bad_input(tmp_path, healthkit_zip):
     half = tmp_path / "half.zip"
-    half.write_bytes(K0_ZIP.read_bytes()[: K0_ZIP.stat().st_size // 2])
+    half.write_bytes(healthkit_zip.read_bytes()[: healthkit_zip.stat().st_size // 2])
     no_xml = tmp_path / "noxml.zip"
     with zipfile.ZipFile(no_xml, "w") as zf:
         zf.writestr("apple_health_export/workout-routes/r.gpx", "<gpx/>")
@@ -319,15 +326,17 @@ def test_error_for_each_kind_of_bad_input(tmp_path):
         list(read_export(bad))
 
 
-def test_cli_bad_input_is_one_line_and_leaves_the_database_unchanged(tmp_path, rhythm_home, run_cli):
+def test_cli_bad_input_is_one_line_and_leaves_the_database_unchanged(tmp_path, rhythm_home, run_cli, healthkit_xml,
+                                                                     healthkit_zip):
     code, out, _ = run_cli("import", "healthkit", str(DOGSHEEP))
     assert code == 0
     before = counts(rhythm_home)
     assert before["workouts"] == 1
     half = tmp_path / "half.zip"
-    half.write_bytes(K0_ZIP.read_bytes()[: K0_ZIP.stat().st_size // 2])
+    half.write_bytes(healthkit_zip.read_bytes()[: healthkit_zip.stat().st_size // 2])
     truncated_xml = tmp_path / "cut.xml"
-    truncated_xml.write_bytes(K0_XML.read_bytes()[:2_000_000])  # valid records, then cut
+    data = healthkit_xml.read_bytes()
+    truncated_xml.write_bytes(data[: len(data) * 2 // 3])  # valid records, then cut
     for bad in (half, truncated_xml):
         code, out, err = run_cli("import", "healthkit", str(bad))
         assert code != 0
@@ -341,22 +350,24 @@ def test_cli_bad_input_is_one_line_and_leaves_the_database_unchanged(tmp_path, r
 
 
 # -- database: idempotency and the source-priority rule ----------------------------------------
-def test_reimport_and_overlapping_newer_export_add_only_new_rows(tmp_path, rhythm_home, run_cli):
-    assert run_cli("import", "healthkit", str(K0_ZIP))[0] == 0
+def test_reimport_and_overlapping_newer_export_add_only_new_rows(tmp_path, rhythm_home, run_cli, healthkit_xml,
+                                                                 healthkit_zip):
+    assert run_cli("import", "healthkit", str(healthkit_zip))[0] == 0
     first = counts(rhythm_home)
     assert first["samples"] == len({
         (r.get("type"), r.get("sourceName"), r.get("startDate"), r.get("endDate"))
-        for r in ET.parse(K0_XML).getroot().iter("Record")
-    })
-    assert run_cli("import", "healthkit", str(K0_ZIP))[0] == 0
+        for r in ET.parse(healthkit_xml).getroot().iter("Record")
+    })  # the export writes a few Records twice (the iPhone copies Watch minutes): one row each
+    assert first["samples"] < generated.RECORDS
+    assert run_cli("import", "healthkit", str(healthkit_zip))[0] == 0
     again = counts(rhythm_home)
     assert {k: v for k, v in again.items() if k != "runs"} == {k: v for k, v in first.items() if k != "runs"}
 
-    newer = K0_XML.read_text(encoding="utf-8").replace(
+    newer = healthkit_xml.read_text(encoding="utf-8").replace(
         "</HealthData>",
-        record(HR, "test-device", "2022-01-05 09:00:00 +0100", "2022-01-05 09:00:00 +0100", "61",
+        record(HR, generated.SOURCE_NAME, "2022-01-05 09:00:00 +0100", "2022-01-05 09:00:00 +0100", "61",
                unit="count/min")
-        + record(HR, "test-device", "2022-01-05 09:05:00 +0100", "2022-01-05 09:05:00 +0100", "64",
+        + record(HR, generated.SOURCE_NAME, "2022-01-05 09:05:00 +0100", "2022-01-05 09:05:00 +0100", "64",
                  unit="count/min")
         + "</HealthData>",
     )
@@ -463,8 +474,9 @@ def parsed_rows(path: Path) -> tuple[Counter, Counter]:
     return samples, raw
 
 
-@pytest.mark.parametrize("path", [K0_XML, DOGSHEEP, ALX], ids=["k0rventen", "dogsheep", "alxdrcirilo"])
-def test_rows_equal_a_plain_element_by_element_reading(path):
+@pytest.mark.parametrize("name", ["generated", "dogsheep", "alxdrcirilo"])
+def test_rows_equal_a_plain_element_by_element_reading(name, request):
+    path = {"dogsheep": DOGSHEEP, "alxdrcirilo": ALX}.get(name) or request.getfixturevalue("healthkit_xml")
     samples, raw = parsed_rows(path)
     ref_samples, ref_raw = reference_rows(path)
     assert samples == ref_samples

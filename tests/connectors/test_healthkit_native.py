@@ -1,5 +1,5 @@
 """The native Record scanner (connectors/healthkit/_scan.c) against the pure-Python path:
-the same records on real and synthetic exports, the same error (file, line, column) on
+the same records on real, generated and synthetic exports, the same error (file, line, column) on
 malformed ones, and the fallback when the extension is missing or switched off."""
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from tests.connectors.test_healthkit import (
     ALX,
     DOGSHEEP,
     HR,
-    K0_XML,
-    K0_ZIP,
     counts,
     export_xml,
     mixed_body,
@@ -29,6 +27,7 @@ from tests.connectors.test_healthkit import (
     record,
     write,
 )
+from tests.fixtures.synthetic import healthkit as generated
 
 needs_native = pytest.mark.skipif(not native.available(), reason="native scanner not built")
 
@@ -77,16 +76,18 @@ def test_rhythm_no_native_forces_the_python_path(monkeypatch):
 
 
 @needs_native
-@pytest.mark.parametrize("path", [K0_XML, K0_ZIP, DOGSHEEP, ALX], ids=["k0rventen", "k0rventen-zip", "dogsheep", "alxdrcirilo"])
-def test_real_fixtures_give_the_same_records_on_both_paths(path, monkeypatch):
+@pytest.mark.parametrize("name", ["generated", "generated-zip", "dogsheep", "alxdrcirilo"])
+def test_real_fixtures_give_the_same_records_on_both_paths(name, monkeypatch, request):
+    path = {"generated": "healthkit_xml", "generated-zip": "healthkit_zip"}.get(name)
+    path = request.getfixturevalue(path) if path else {"dogsheep": DOGSHEEP, "alxdrcirilo": ALX}[name]
     fast = outcome(path, True, monkeypatch)
     assert fast[0] == "ok" and len(fast[1]) > 0
     assert fast == outcome(path, False, monkeypatch)
 
 
 @needs_native
-def test_the_scanner_takes_the_records_and_leaves_the_rest_to_expat():
-    assert native_records(K0_XML) == 8038  # every Record of the real export
+def test_the_scanner_takes_the_records_and_leaves_the_rest_to_expat(healthkit_xml):
+    assert native_records(healthkit_xml) == generated.RECORDS  # every Record of the generated export
     assert native_records(DOGSHEEP) == 2  # its Workout, ActivitySummary and Me went to expat
 
 
@@ -232,12 +233,14 @@ def test_random_damage_gives_the_same_records_or_the_same_error(tmp_path, monkey
 
 
 @needs_native
-def test_cli_bad_entity_deep_in_a_big_file_leaves_the_database_unchanged(tmp_path, rhythm_home, run_cli):
+def test_cli_bad_entity_deep_in_a_big_file_leaves_the_database_unchanged(tmp_path, rhythm_home, run_cli,
+                                                                          healthkit_xml):
     assert run_cli("import", "healthkit", str(DOGSHEEP))[0] == 0
     before = {k: v for k, v in counts(rhythm_home).items() if k != "runs"}
-    text = K0_XML.read_text(encoding="utf-8")
-    cut = text.index('sourceName="test-device"', len(text) * 3 // 4)
-    bad = write(tmp_path, "entity.xml", text[:cut] + 'sourceName="test &device;"' + text[cut + len('sourceName="test-device"'):])
+    text = healthkit_xml.read_text(encoding="utf-8")
+    source = f'sourceName="{generated.SOURCE_NAME}"'  # "test-device"
+    cut = text.index(source, len(text) * 3 // 4)
+    bad = write(tmp_path, "entity.xml", text[:cut] + 'sourceName="test &device;"' + text[cut + len(source):])
     code, _, err = run_cli("import", "healthkit", str(bad))
     assert code != 0
     line = text[:cut].count("\n") + 1

@@ -12,8 +12,9 @@ import pytest
 from common.errors import SourceFormatError
 from common.records import Event, RawRecord
 from connectors.calendar import read_export
+from tests.fixtures import FIXTURES
 
-ICS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "google_calendar" / "ics"
+ICS = FIXTURES / "google_calendar" / "ics"
 LA = ZoneInfo("America/Los_Angeles")
 BERLIN = ZoneInfo("Europe/Berlin")
 WINDOW = {"window_start": date(2019, 1, 1), "window_end": date(2023, 1, 1)}

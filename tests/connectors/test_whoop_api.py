@@ -45,46 +45,57 @@ def of(records, cls):
 
 
 def test_sleep_example_maps_to_minutes_local_wake_day_and_offset():
-    rec = sleep_template()
+    rec = sleep_template()  # tests/fixtures/synthetic/whoop.py, the documentation's shape
+    score, stages = rec["score"], rec["score"]["stage_summary"]
     out = list(api.map_sleep(rec, NOW))
     raw, sess = out
     assert raw == RawRecord("whoop", "sleep", rec["id"], raw.payload, NOW)
-    assert json.loads(raw.payload)["score"]["respiratory_rate"] == 15.86
+    assert json.loads(raw.payload)["score"]["respiratory_rate"] == score["respiratory_rate"]
     assert isinstance(sess, SleepSession)
-    assert sess.in_bed_min == pytest.approx(27180000 / 60000)  # 453 min
-    assert sess.awake_min == pytest.approx(23.0)
-    assert sess.sleep_min == pytest.approx(453 - 23 - 0)
-    assert sess.deep_min == pytest.approx(102.0) and sess.rem_min == pytest.approx(102.0)
-    assert sess.light_min == pytest.approx(226.0)
-    assert sess.efficiency_pct == 94.9 and sess.score == 94.1
+    minutes = {k: v / 60000 for k, v in stages.items() if k.endswith("_milli")}
+    assert sess.in_bed_min == pytest.approx(minutes["total_in_bed_time_milli"]) == 468
+    assert sess.awake_min == pytest.approx(minutes["total_awake_time_milli"]) == 27
+    assert sess.sleep_min == pytest.approx(468 - 27 - minutes["total_no_data_time_milli"])
+    assert sess.deep_min == pytest.approx(minutes["total_slow_wave_sleep_time_milli"])
+    assert sess.rem_min == pytest.approx(minutes["total_rem_sleep_time_milli"])
+    assert sess.light_min == pytest.approx(minutes["total_light_sleep_time_milli"])
+    assert sess.efficiency_pct == score["sleep_efficiency_percentage"]
+    assert sess.score == score["sleep_performance_percentage"]
     assert sess.tz_offset_min == -240
-    # woke 06:51 UTC on 25 May = 02:51 local (-04:00): still 25 May
-    assert sess.local_day == date(2026, 5, 25)
-    assert sess.start_ts == datetime(2026, 5, 24, 23, 18, tzinfo=UTC)
+    # fell asleep 23:41 UTC on 13 April (19:41 local), woke 07:29 UTC on the 14th = 03:29 local (-04:00)
+    assert sess.start_ts == datetime(2026, 4, 13, 23, 41, tzinfo=UTC)
+    assert sess.end_ts == datetime(2026, 4, 14, 7, 29, tzinfo=UTC)
+    assert sess.local_day == date(2026, 4, 14)
 
 
 def test_workout_example_converts_kilojoules_to_kcal():
-    (raw, w) = list(api.map_workout(workout_template(), NOW))
+    rec = workout_template()
+    score = rec["score"]
+    (raw, w) = list(api.map_workout(rec, NOW))
     assert isinstance(w, Workout) and raw.kind == "workout"
-    assert w.energy_kcal == pytest.approx(1832.74 / 4.184)
-    assert w.sport == "running" and w.distance_m == 8123.4
-    assert w.avg_hr_bpm == 152 and w.max_hr_bpm == 178 and w.strain == pytest.approx(12.4163)
-    assert w.duration_min == pytest.approx(62 + 14 / 60)
-    assert w.local_day == date(2026, 5, 24) and w.tz_offset_min == -240
+    assert w.energy_kcal == pytest.approx(score["kilojoule"] / 4.184)
+    assert w.sport == rec["sport_name"] and w.distance_m == score["distance_meter"]
+    assert (w.avg_hr_bpm, w.max_hr_bpm) == (score["average_heart_rate"], score["max_heart_rate"])
+    assert w.strain == pytest.approx(score["strain"])
+    # 13:05:00 -> 13:53:37 UTC (09:05 local, -04:00)
+    assert w.duration_min == pytest.approx(48 + 37 / 60)
+    assert w.local_day == date(2026, 4, 12) and w.tz_offset_min == -240
 
 
 def test_recovery_samples_sit_at_the_wake_up_of_their_sleep():
     rec, sleep = recovery_template(), sleep_template()
+    score = rec["score"]
     out = list(api.map_recovery(rec, sleep, NOW))
-    assert out[0].kind == "recovery" and out[0].natural_key == "93845"
+    assert out[0].kind == "recovery" and out[0].natural_key == str(rec["cycle_id"])
     samples = {s.metric: s for s in of(out, Sample)}
-    assert samples["recovery"].value == 72.5 and samples["recovery"].unit == "pct"
-    assert samples["hrv_rmssd"].value == 68.4 and samples["hrv_rmssd"].unit == "ms"
-    assert samples["resting_heart_rate"].value == 51.2
-    assert samples["spo2"].value == 96.7 and samples["skin_temp"].value == 33.4
-    woke = datetime(2026, 5, 25, 6, 51, tzinfo=UTC)
+    assert samples["recovery"].value == score["recovery_score"] and samples["recovery"].unit == "pct"
+    assert samples["hrv_rmssd"].value == score["hrv_rmssd_milli"] and samples["hrv_rmssd"].unit == "ms"
+    assert samples["resting_heart_rate"].value == score["resting_heart_rate"]
+    assert samples["spo2"].value == score["spo2_percentage"]
+    assert samples["skin_temp"].value == score["skin_temp_celsius"]
+    woke = datetime(2026, 4, 14, 7, 29, tzinfo=UTC)  # the sleep's end
     assert all(s.start_ts == s.end_ts == woke for s in samples.values())
-    assert all(s.local_day == date(2026, 5, 25) and s.tz_offset_min == -240 for s in samples.values())
+    assert all(s.local_day == date(2026, 4, 14) and s.tz_offset_min == -240 for s in samples.values())
 
 
 def test_pending_score_lands_raw_with_scores_none():

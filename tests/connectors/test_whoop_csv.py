@@ -1,4 +1,6 @@
-"""WHOOP app CSV export: the real export in shared/fixtures/whoop/export_csv."""
+"""WHOOP app CSV export: the generated export (`whoop_export`, tests/fixtures/synthetic/whoop.py),
+in the shape of a real one: newest row first, per-row time zones, an open current cycle,
+naps, a hand-entered sleep without scores, journal yes/no answers."""
 
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ from common.errors import SourceFormatError
 from common.records import RawRecord, Sample, SleepSession, Workout
 from connectors.whoop import read_export
 from connectors.whoop.csv_export import journal_metric
+from tests.fixtures.synthetic import whoop as generated
 
-EXPORT = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "whoop" / "export_csv"
 EDT = timezone(timedelta(hours=-4))
 EST = timezone(timedelta(hours=-5))
 
@@ -47,65 +49,83 @@ def row_counts(home: Path) -> dict[str, int]:
     return counts
 
 
-def csv_rows(name: str) -> list[dict[str, str]]:
-    with (EXPORT / name).open(newline="", encoding="utf-8") as fh:
+def csv_rows(export: Path, name: str) -> list[dict[str, str]]:
+    with (export / name).open(newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
 
 
+def utc_key(ts: datetime) -> str:
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 @pytest.fixture(scope="module")
-def records() -> list:
-    return list(read_export(EXPORT))
+def records(whoop_export) -> list:
+    return list(read_export(whoop_export))
+
+
+@pytest.fixture(scope="module")
+def contents() -> generated.Export:
+    """What the generator writes into the export: counts, first and last day."""
+    return generated.export_files()[1]
 
 
 # -- reading -----------------------------------------------------------------------------------
-def test_every_sleep_row_becomes_a_session_naps_included(records):
-    rows = csv_rows("sleeps.csv")
+def test_every_sleep_row_becomes_a_session_naps_included(records, whoop_export, contents):
+    rows = csv_rows(whoop_export, "sleeps.csv")
     sleeps = [r for r in records if isinstance(r, SleepSession)]
-    assert len(sleeps) == len(rows) == 183
-    assert sum(s.is_nap for s in sleeps) == sum(r["Nap"] == "true" for r in rows) == 11
-    first = next(s for s in sleeps if s.session_id == "sleep:2024-06-24T00:24:26Z")
-    assert first.start_ts == datetime(2024, 6, 23, 20, 24, 26, tzinfo=EDT)
-    assert first.end_ts == datetime(2024, 6, 24, 5, 44, 9, tzinfo=EDT)
-    assert first.local_day == date(2024, 6, 24)
+    assert len(sleeps) == len(rows) == contents.sleeps == 183
+    assert sum(s.is_nap for s in sleeps) == sum(r["Nap"] == "true" for r in rows) == contents.naps == 11
+    # the current cycle's sleep: 2024-06-29 22:41:17 .. 06-30 07:10:17 (UTC-04:00), placed by the generator
+    cur = generated.CURRENT
+    first = next(s for s in sleeps if s.session_id == "sleep:2024-06-30T02:41:17Z")
+    assert first.start_ts == cur["onset"] == datetime(2024, 6, 29, 22, 41, 17, tzinfo=EDT)
+    assert first.end_ts == datetime(2024, 6, 30, 7, 10, 17, tzinfo=EDT)
+    assert first.local_day == date(2024, 6, 30)
+    asleep, awake, deep, rem = cur["asleep"], cur["awake"], cur["deep"], cur["rem"]
     assert (first.sleep_min, first.in_bed_min, first.light_min, first.deep_min, first.rem_min) == (
-        504, 557, 288, 77, 139,
+        asleep, asleep + awake, asleep - deep - rem, deep, rem,
     )
-    assert first.efficiency_pct == 90 and first.score == 100 and first.respiratory_rate_brpm == 15.9
+    assert (first.efficiency_pct, first.score, first.respiratory_rate_brpm) == (
+        cur["efficiency"], cur["performance"], cur["resp"])
     assert first.tz_offset_min == -240
     # a sleep without scores keeps None, never 0
-    manual = next(s for s in sleeps if s.session_id == "sleep:2024-06-23T03:00:22Z")
+    manual = next(s for s in sleeps if s.session_id == f"sleep:{utc_key(generated.MANUAL['onset'])}")
+    assert manual.end_ts == generated.MANUAL["wake"]
     assert manual.sleep_min is None and manual.score is None
 
 
 def test_cycle_recovery_values_of_a_known_row(records):
-    # 2023-12-30 23:00:20 UTC-05:00: recovery 14 %, RHR 95, HRV 10 ms, skin 34.87 C, strain 8.2
-    samples = [r for r in records if isinstance(r, Sample) and r.detail in (None, "cycle:2023-12-31T04:00:20Z")]
-    start = datetime(2023, 12, 30, 23, 0, 20, tzinfo=EST)
-    wake = datetime(2023, 12, 31, 7, 50, 36, tzinfo=EST)
+    # 2024-03-04 22:09:51 UTC-05:00, the strap charging the next night: a two-night cycle
+    # (generated.LONG: recovery 62 %, RHR 57, HRV 51 ms, skin 34.12 C, strain 13.7)
+    row = generated.LONG
+    samples = [r for r in records if isinstance(r, Sample) and r.detail in (None, "cycle:2024-03-05T03:09:51Z")]
+    start = datetime(2024, 3, 4, 22, 9, 51, tzinfo=EST)
+    wake = start + timedelta(minutes=row["asleep"] + row["awake"])
     at_wake = {s.metric: s.value for s in samples if s.start_ts == wake}
     assert at_wake == {
-        "recovery": 14, "resting_heart_rate": 95, "hrv_rmssd": 10, "skin_temp": 34.87,
-        "spo2": 95.91, "respiratory_rate": 12.9,
+        "recovery": row["recovery"], "resting_heart_rate": row["rhr"], "hrv_rmssd": row["hrv"],
+        "skin_temp": row["skin"], "spo2": row["spo2"], "respiratory_rate": row["resp"],
     }
     strain = next(r for r in records if isinstance(r, Sample) and r.metric == "strain" and r.start_ts == start)
-    assert strain.value == 8.2
-    assert strain.end_ts == datetime(2024, 1, 1, 0, 23, 38, tzinfo=EST)
-    assert strain.local_day == date(2023, 12, 31) and strain.tz_offset_min == -300
+    assert strain.value == row["strain"]
+    assert strain.end_ts - strain.start_ts > timedelta(hours=40)  # it ends at the sleep of 6 March
+    assert strain.end_ts.date() == date(2024, 3, 6)
+    assert strain.local_day == date(2024, 3, 5) and strain.tz_offset_min == -300  # the day it woke up on
 
 
 def test_open_cycle_keeps_recovery_but_not_its_running_strain(records):
-    open_start = datetime(2024, 6, 23, 20, 24, 26, tzinfo=EDT)
-    wake = datetime(2024, 6, 24, 5, 44, 9, tzinfo=EDT)
+    open_start = datetime(2024, 6, 29, 22, 41, 17, tzinfo=EDT)
+    wake = datetime(2024, 6, 30, 7, 10, 17, tzinfo=EDT)
     rec = next(r for r in records if isinstance(r, Sample) and r.metric == "recovery" and r.start_ts == wake)
-    assert rec.value == 65 and rec.local_day == date(2024, 6, 24)
+    assert rec.value == generated.CURRENT["recovery"] and rec.local_day == date(2024, 6, 30)
     assert not any(
         isinstance(r, Sample) and r.metric in ("strain", "total_energy") and r.start_ts == open_start
         for r in records
     )
 
 
-def test_per_row_timezone_offsets_are_respected(records):
-    rows = [r for r in csv_rows("sleeps.csv") if r["Cycle timezone"] == "UTC+01:00"]
+def test_per_row_timezone_offsets_are_respected(records, whoop_export):
+    rows = [r for r in csv_rows(whoop_export, "sleeps.csv") if r["Cycle timezone"] == "UTC+01:00"]
     assert rows
     onset = datetime.fromisoformat(rows[0]["Sleep onset"])
     key = (onset - timedelta(hours=1)).strftime("sleep:%Y-%m-%dT%H:%M:%SZ")
@@ -116,11 +136,15 @@ def test_per_row_timezone_offsets_are_respected(records):
     assert offsets == {-300, -240, 60}
 
 
-def test_journal_rows_land_raw_and_as_yes_no_samples(records):
+def test_journal_rows_land_raw_and_as_yes_no_samples(records, whoop_export, contents):
+    rows = csv_rows(whoop_export, "journal_entries.csv")
     raw = [r for r in records if isinstance(r, RawRecord) and r.kind == "journal"]
-    assert len(raw) == len(csv_rows("journal_entries.csv")) == 1944
+    assert len(raw) == len(rows) == contents.journal_rows == 1944
     caffeine = [r for r in records if isinstance(r, Sample) and r.metric == "journal_have_any_caffeine"]
-    assert len(caffeine) == 172 and {c.value for c in caffeine} <= {0.0, 1.0}
+    assert len(caffeine) == contents.journal_cycles == 172  # asked every cycle but the first
+    assert {c.value for c in caffeine} == {0.0, 1.0}
+    yes = sum(r["Answered yes"] == "true" for r in rows if r["Question text"] == "Have any caffeine? ")
+    assert sum(c.value for c in caffeine) == yes
     assert journal_metric("Read (non-screened device) while in bed?") == "journal_read_non_screened_device_while_in_bed"
 
 
@@ -135,10 +159,10 @@ def test_workouts_csv(tmp_path):
     assert w.distance_m is None
 
 
-def test_zip_gives_the_same_records_as_the_folder(tmp_path, records):
+def test_zip_gives_the_same_records_as_the_folder(tmp_path, records, whoop_export):
     z = tmp_path / "my_whoop_data.zip"
     with zipfile.ZipFile(z, "w", zipfile.ZIP_DEFLATED) as zf:
-        for f in EXPORT.glob("*.csv"):
+        for f in sorted(whoop_export.glob("*.csv")):
             zf.write(f, f"my_whoop_data_2024_06_24/{f.name}")
     progress = []
     from_zip = list(read_export(z, progress=lambda done, total: progress.append((done, total))))
@@ -149,8 +173,8 @@ def test_zip_gives_the_same_records_as_the_folder(tmp_path, records):
 
 
 # -- bad input ---------------------------------------------------------------------------------
-def test_missing_columns_name_the_file_and_line_1(tmp_path):
-    lines = (EXPORT / "sleeps.csv").read_text().splitlines()
+def test_missing_columns_name_the_file_and_line_1(tmp_path, whoop_export):
+    lines = (whoop_export / "sleeps.csv").read_text().splitlines()
     header = lines[0].split(",")
     keep = [i for i, h in enumerate(header) if h not in ("Cycle timezone", "Nap")]
     cut = [",".join(line.split(",")[i] for i in keep) for line in lines[:5]]
@@ -162,10 +186,12 @@ def test_missing_columns_name_the_file_and_line_1(tmp_path):
     assert "missing columns: Cycle timezone, Nap" in str(err.value)
 
 
-def test_bad_number_names_its_line(tmp_path):
-    text = (EXPORT / "physiological_cycles.csv").read_text().splitlines()
-    text[2] = text[2].replace(",UTC-04:00,", ",UTC-04:00,high,", 1).replace(",,,,,4.0", ",,,,4.0", 1)
-    (tmp_path / "physiological_cycles.csv").write_text("\n".join(text) + "\n")
+def test_bad_number_names_its_line(tmp_path, whoop_export):
+    with (whoop_export / "physiological_cycles.csv").open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    rows[2][rows[0].index("Recovery score %")] = "high"  # the second cycle, line 3
+    with (tmp_path / "physiological_cycles.csv").open("w", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(rows)
     with pytest.raises(SourceFormatError) as err:
         list(read_export(tmp_path))
     assert err.value.position == "line 3" and "Recovery score %" in str(err.value)
@@ -178,38 +204,39 @@ def test_folder_without_whoop_files(tmp_path):
 
 
 # -- through the CLI ---------------------------------------------------------------------------
-def test_cli_import_twice_then_a_newer_overlapping_export(tmp_path, monkeypatch, capsys):
+def test_cli_import_twice_then_a_newer_overlapping_export(tmp_path, monkeypatch, capsys, whoop_export, contents):
     home = tmp_path / "home"
     older = tmp_path / "older"
     older.mkdir()
     for name in ("physiological_cycles.csv", "sleeps.csv"):
-        lines = (EXPORT / name).read_text().splitlines()
+        lines = (whoop_export / name).read_text().splitlines()
         # an export taken earlier: the 20 newest rows (file is newest first) are not there yet
         (older / name).write_text("\n".join([lines[0], *lines[21:]]) + "\n")
     rc, out, err = cli(monkeypatch, home, capsys, "import", "whoop", older)
     assert rc == 0, err
     first = row_counts(home)
-    assert first["sleep_sessions"] == 183 - 20
+    assert first["sleep_sessions"] == contents.sleeps - 20
     rc, _, _ = cli(monkeypatch, home, capsys, "import", "whoop", older)
     assert rc == 0 and row_counts(home) == first
 
-    rc, out, _ = cli(monkeypatch, home, capsys, "import", "whoop", EXPORT)
+    rc, out, _ = cli(monkeypatch, home, capsys, "import", "whoop", whoop_export)
     assert rc == 0
     newer = row_counts(home)
-    assert newer["sleep_sessions"] == 183
+    assert newer["sleep_sessions"] == contents.sleeps
     full = tmp_path / "full_home"
-    cli(monkeypatch, full, capsys, "import", "whoop", EXPORT)
+    cli(monkeypatch, full, capsys, "import", "whoop", whoop_export)
     assert row_counts(full) == newer  # overlap replaced, never duplicated
-    assert "2023-12-29 .. 2024-06-24" in out
+    assert (contents.first_day, contents.last_day) == (date(2024, 1, 3), date(2024, 6, 30))
+    assert "2024-01-03 .. 2024-06-30" in out
 
 
-def test_cli_missing_columns_is_one_error_line_and_database_unchanged(tmp_path, monkeypatch, capsys):
+def test_cli_missing_columns_is_one_error_line_and_database_unchanged(tmp_path, monkeypatch, capsys, whoop_export):
     home = tmp_path / "home"
-    rc, _, _ = cli(monkeypatch, home, capsys, "import", "whoop", EXPORT / "sleeps.csv")
+    rc, _, _ = cli(monkeypatch, home, capsys, "import", "whoop", whoop_export / "sleeps.csv")
     assert rc == 0
     before = row_counts(home)
     bad = tmp_path / "bad"
-    shutil.copytree(EXPORT, bad)
+    shutil.copytree(whoop_export, bad)
     lines = (bad / "physiological_cycles.csv").read_text().splitlines()
     lines[0] = lines[0].replace("Cycle timezone", "Zone")
     (bad / "physiological_cycles.csv").write_text("\n".join(lines) + "\n")

@@ -4,7 +4,8 @@ Speaks the real protocol: `{records, next_token}` pages sorted by start descendi
 `nextToken`/`limit<=25`/`start`/`end` query parameters (the same start/end/limit required on
 every page of one listing), Bearer auth with expiring access tokens, and a token endpoint
 that rotates refresh tokens and rejects a used one with `invalid_grant`. Record payloads are
-the WHOOP API examples in shared/fixtures, with ids and times varied.
+the WHOOP API examples (generated in the documentation's shapes by
+tests/fixtures/synthetic/whoop.py), with ids and times varied.
 """
 
 from __future__ import annotations
@@ -15,12 +16,10 @@ import json
 import secrets
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
+from tests.fixtures.synthetic.whoop import api_examples
 from tests.loopback import Loopback, Reply, Request
-
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "whoop" / "api_examples"
 
 API_PREFIX = "/developer"
 TOKEN_PATH = "/oauth/oauth2/token"
@@ -28,7 +27,7 @@ AUTH_PATH = "/oauth/oauth2/auth"
 
 
 def _example(name: str) -> dict[str, Any]:
-    return json.loads((FIXTURES / name).read_text())["response"]["body"]
+    return api_examples()[name]["response"]["body"]
 
 
 def sleep_template() -> dict[str, Any]:
