@@ -160,9 +160,10 @@ def meters_plot(data: ReportData, slot: str) -> str | None:
 
 
 def _mpl_text(text: str) -> str:
-    """Imported text for a matplotlib label: no mathtext ($...$), no control characters."""
-    clean = "".join(ch if ch.isprintable() else " " for ch in str(text))
-    return clean.replace("$", r"\$")
+    """Imported text for a matplotlib label: no mathtext ($...$), no control characters, no
+    emoji or symbols the bundled font lacks (they would draw as boxes)."""
+    clean = "".join(ch if ch.isprintable() and ord(ch) < 0x2500 else " " for ch in str(text))
+    return " ".join(clean.split()).replace("$", r"\$")
 
 
 def day_plot(data: ReportData) -> str | None:

@@ -10,7 +10,7 @@ socialises on weekends (Friday drinks, Saturday dinners), sleeps late and recove
 after those nights, and has Sunday dinner with her family. Week four is a product launch:
 more meetings, shorter nights, lower HRV.
 
-Three files, in the shapes of the real exports (see shared/fixtures):
+Three files, in the shapes of the real exports (connectors/*/README.md describe them):
 
 - ``apple_health_export.zip``: ``apple_health_export/export.xml`` with HeartRate,
   RestingHeartRate, HRV SDNN (with beat lists), StepCount from both the iPhone and the

@@ -15,7 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.belief import BeliefState
-from agent.day import Answer, CalendarEvent, DayInputs, DayPlanner, Night, PersonFacts, with_model_pick
+from agent.day import (
+    Answer,
+    CalendarEvent,
+    DayInputs,
+    DayPlanner,
+    Night,
+    PersonFacts,
+    with_model_pick,
+)
 from agent.day.blocks import DURATIONS
 from agent.day.calendar import frame_day, sleep_habits
 from common.records import ACTIONS, METERS
