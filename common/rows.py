@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 
 class SlotAggregate(NamedTuple):
-    """A sample metric summed and averaged over one (day, slot): the largest source total."""
+    """A sample metric summed and averaged over one (day, slot), one source per hour (merged)."""
 
     metric: str
     day: date

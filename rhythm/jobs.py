@@ -274,3 +274,13 @@ def prune(
     with unit_of_work(settings, "prune", source, target) as run:
         run.summary = prune_rows(run.db, before=before, after=after, source=source)
     return run.summary
+
+
+def set_source_priority(settings: Settings, group: str, kinds: list[str]) -> dict[str, list[str]]:
+    """Rank the device kinds of a metric group (`rhythm sources --set`); returns the priorities."""
+    from storage import overview
+
+    with unit_of_work(settings, "sources", None, f"{group}={','.join(kinds)}") as run:
+        overview.set_source_priority(run.db, group, kinds)
+        run.summary = overview.source_priority(run.db)
+    return run.summary

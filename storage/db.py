@@ -738,8 +738,19 @@ def open_db(
     sandbox: bool | None = None,
 ) -> Database:
     """Open (and, for writers, migrate) the database. Read-only connections are sandboxed
-    unless ``sandbox=False`` (see Database)."""
+    unless ``sandbox=False`` (see Database). A reader that finds the database behind this
+    version's migrations (Rhythm was upgraded) migrates it first, as a writer would."""
     db = Database(path, read_only=read_only, memory_limit=memory_limit, sandbox=sandbox)
+    if read_only and migrate:
+        try:
+            behind = db.schema_version() < load_migrations()[-1].version
+        except BaseException:
+            db.close()
+            raise
+        if behind:
+            db.close()
+            open_db(path, memory_limit=memory_limit).close()
+            db = Database(path, read_only=True, memory_limit=memory_limit, sandbox=sandbox)
     if migrate and not read_only:
         try:
             db.migrate()

@@ -93,11 +93,13 @@ def mapping_inputs(
     day_metrics: Sequence[str] = (),
     interval_metrics: Sequence[str] = (),
 ) -> StoredInputs:
-    """The stored rows of local days [lo, hi] that mapping needs.
+    """The stored rows of local days [lo, hi] that mapping needs, from the merged layer (one
+    source per metric and window: samples_merged, sleep_sessions_merged, workouts_merged).
 
     Per-slot aggregates: for each metric, (day, slot) and source, the sum and mean of the
     values (local time from each row's own offset, else in the IANA ``zone`` (its offset on
-    that day), else ``default_offset_min``); then the largest source total and the mean of
+    that day), else ``default_offset_min``); then the sum of the source totals (the merged
+    layer already chose one source per hour, so nothing is counted twice) and the mean of
     the source means. ``nonnegative_metrics`` drop negative values (Garmin writes -1/-2 for
     "not measured").
     """
@@ -110,7 +112,7 @@ def mapping_inputs(
                      THEN (start_ts AT TIME ZONE 'UTC') + to_minutes(CAST(tz_offset_min AS INTEGER))
                      WHEN CAST(? AS VARCHAR) IS NOT NULL THEN timezone(CAST(? AS VARCHAR), start_ts)
                      ELSE (start_ts AT TIME ZONE 'UTC') + to_minutes(CAST(? AS INTEGER)) END AS lt
-            FROM samples
+            FROM samples_merged
             WHERE metric IN ({_marks(metrics)}) AND value IS NOT NULL
               AND (metric NOT IN ({_marks(nonnegative_metrics)}) OR value >= 0)
               AND local_day BETWEEN ? AND ?
@@ -123,7 +125,7 @@ def mapping_inputs(
             SELECT metric, day, slot, source, source_name, sum(value) AS total, avg(value) AS mean
             FROM slotted GROUP BY ALL
         )
-        SELECT metric, day, slot, max(total) AS total, avg(mean) AS mean FROM per_source GROUP BY ALL
+        SELECT metric, day, slot, sum(total) AS total, avg(mean) AS mean FROM per_source GROUP BY ALL
         ORDER BY metric, day, slot
         """,
         [zone, zone, default_offset_min, *metrics, *nonnegative_metrics, lo, hi],
@@ -133,7 +135,7 @@ def mapping_inputs(
     day_values: tuple[DayValue, ...] = ()
     if day_metrics:
         rows = db.con.execute(
-            f"SELECT local_day, metric, avg(value) FROM samples WHERE metric IN ({_marks(day_metrics)}) "
+            f"SELECT local_day, metric, avg(value) FROM samples_merged WHERE metric IN ({_marks(day_metrics)}) "
             "AND value IS NOT NULL AND local_day BETWEEN ? AND ? GROUP BY ALL ORDER BY 1, 2",
             [*day_metrics, lo, hi],
         ).fetchall()
@@ -148,7 +150,7 @@ def mapping_inputs(
     mindful: tuple[IntervalRow, ...] = ()
     if interval_metrics:
         rows = db.con.execute(
-            "SELECT epoch(start_ts), epoch(end_ts), tz_offset_min, local_day FROM samples "
+            "SELECT epoch(start_ts), epoch(end_ts), tz_offset_min, local_day FROM samples_merged "
             f"WHERE metric IN ({_marks(interval_metrics)}) AND local_day BETWEEN ? AND ? ORDER BY start_ts",
             [*interval_metrics, lo, hi],
         ).fetchall()
@@ -157,7 +159,7 @@ def mapping_inputs(
     rows = db.con.execute(
         "SELECT source, epoch(start_ts), epoch(end_ts), tz_offset_min, local_day, sleep_min, "
         "in_bed_min, deep_min, rem_min, efficiency_pct, is_nap, hrv_rmssd_ms, resting_hr_bpm "
-        "FROM sleep_sessions WHERE local_day BETWEEN ? AND ? ORDER BY start_ts, source",
+        "FROM sleep_sessions_merged WHERE local_day BETWEEN ? AND ? ORDER BY start_ts, source",
         [lo, hi],
     ).fetchall()
     sleeps = tuple(
@@ -168,7 +170,7 @@ def mapping_inputs(
 
     rows = db.con.execute(
         "SELECT epoch(start_ts), epoch(end_ts), tz_offset_min, local_day, sport, duration_min "
-        "FROM workouts WHERE local_day BETWEEN ? AND ? ORDER BY start_ts",
+        "FROM workouts_merged WHERE local_day BETWEEN ? AND ? ORDER BY start_ts",
         [lo, hi],
     ).fetchall()
     workouts = tuple(WorkoutRow(float(s), float(e), off, d, sport, dur) for s, e, off, d, sport, dur in rows)
@@ -213,16 +215,12 @@ def event_texts(db: Database, since: date | None = None) -> list[EventText]:
 
 
 def main_sleeps(db: Database, lo: date, hi: date) -> list[SleepRow]:
-    """The main (not nap) sleep of each wake-up day in [lo, hi]: of the source that recorded
-    the most sleep that day (two devices never add up), its sessions in start order."""
+    """The main (not nap) sleep of each wake-up day in [lo, hi], from the one source the merged
+    layer chose for that day (two devices never add up), in start order."""
     rows = db.con.execute(
-        "WITH s AS (SELECT * FROM sleep_sessions WHERE NOT is_nap AND local_day BETWEEN ? AND ?), "
-        "best AS (SELECT local_day, arg_max(source, (coalesce(sum_min, 0), source)) AS source FROM "
-        " (SELECT local_day, source, sum(coalesce(sleep_min, epoch(end_ts - start_ts) / 60)) AS sum_min "
-        "  FROM s GROUP BY ALL) GROUP BY local_day) "
-        "SELECT s.source, epoch(s.start_ts), epoch(s.end_ts), s.tz_offset_min, s.local_day, s.sleep_min, "
-        "s.in_bed_min, s.deep_min, s.rem_min, s.efficiency_pct, s.is_nap, s.hrv_rmssd_ms, s.resting_hr_bpm "
-        "FROM s JOIN best USING (local_day, source) ORDER BY s.start_ts",
+        "SELECT source, epoch(start_ts), epoch(end_ts), tz_offset_min, local_day, sleep_min, "
+        "in_bed_min, deep_min, rem_min, efficiency_pct, is_nap, hrv_rmssd_ms, resting_hr_bpm "
+        "FROM sleep_sessions_merged WHERE NOT is_nap AND local_day BETWEEN ? AND ? ORDER BY start_ts",
         [lo, hi],
     ).fetchall()
     return [SleepRow(src, float(a), float(b), off, d, *v[:5], bool(v[5]), *v[6:]) for src, a, b, off, d, *v in rows]

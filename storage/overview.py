@@ -87,3 +87,55 @@ def report_rows(db: Database, start: date, end: date) -> dict[str, Any]:
             span * 4,
         ),
     }
+
+
+PRIORITY_GROUPS = ("sleep", "activity", "vitals", "heart_rate", "workouts")
+KINDS = ("ring", "strap", "watch", "phone", "other")
+
+
+def source_priority(db: Database) -> dict[str, list[str]]:
+    """group -> device kinds, best first."""
+    out: dict[str, list[str]] = {}
+    for grp, kind in db.con.execute("SELECT grp, kind FROM source_priority ORDER BY grp, rank, kind").fetchall():
+        out.setdefault(grp, []).append(kind)
+    return out
+
+
+def set_source_priority(db: Database, grp: str, kinds: list[str]) -> None:
+    """Rank the device kinds of a group in this order (kinds not named keep their order after)."""
+    from common.errors import ConfigError
+
+    if grp not in PRIORITY_GROUPS:
+        raise ConfigError(f"unknown group {grp!r}; choose from {', '.join(PRIORITY_GROUPS)}")
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds or len(set(kinds)) != len(kinds):
+        raise ConfigError(f"{grp}: give device kinds once each, from {', '.join(KINDS)} (got {', '.join(kinds)})")
+    rest = [k for k in source_priority(db).get(grp, list(KINDS)) if k not in kinds]
+    with db.transaction():
+        db.con.execute("DELETE FROM source_priority WHERE grp = ?", [grp])
+        for rank, kind in enumerate([*kinds, *rest], start=1):
+            db.con.execute("INSERT INTO source_priority VALUES (?, ?, ?)", [grp, kind, rank])
+
+
+def source_report(db: Database) -> list[dict[str, Any]]:
+    """Per metric and source: its device kind, the rows it has, the rows the merged layer uses,
+    and whether it wins anywhere."""
+    rows = _dicts(db, """
+        WITH kept AS (SELECT metric, source, source_name, count(*) AS used FROM samples_merged GROUP BY ALL),
+        all_rows AS (
+            SELECT metric, source, source_name, device_kind(source, source_name, any_value(device)) AS kind,
+                metric_group(metric) AS grp, count(*) AS rows
+            FROM samples GROUP BY metric, source, source_name)
+        SELECT a.metric, a.grp, a.source, a.source_name, a.kind, a.rows, coalesce(k.used, 0) AS used
+        FROM all_rows a LEFT JOIN kept k USING (metric, source, source_name)
+        UNION ALL
+        SELECT 'sleep_sessions', 'sleep', s.source, s.source_name, device_kind(s.source, s.source_name, NULL), count(*),
+            (SELECT count(*) FROM sleep_sessions_merged m WHERE m.source = s.source AND m.source_name = s.source_name)
+        FROM sleep_sessions s GROUP BY s.source, s.source_name
+        UNION ALL
+        SELECT 'workouts', 'workouts', w.source, w.source_name, device_kind(w.source, w.source_name, NULL), count(*),
+            (SELECT count(*) FROM workouts_merged m WHERE m.source = w.source AND m.source_name = w.source_name)
+        FROM workouts w GROUP BY w.source, w.source_name
+        ORDER BY 1, 7 DESC, 3, 4
+    """)
+    return rows

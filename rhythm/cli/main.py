@@ -182,6 +182,38 @@ def db_prune_cmd(
         console.print("[dim]run `rhythm map` to rebuild the meters[/dim]", highlight=False)
 
 
+@app.command("sources")
+def sources_cmd(
+    ctx: typer.Context,
+    set_: list[str] = typer.Option(
+        None, "--set", help="Change a group's device order, e.g. --set sleep=strap,ring,watch,phone (repeatable)."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Which source counts for each metric (one per metric and window), and the rows each has."""
+    from common.errors import ConfigError
+    from rhythm.jobs import set_source_priority
+    from storage import overview
+
+    s = get_settings(ctx)
+    for item in set_ or []:
+        group, sep, kinds = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set: expected GROUP=kind,kind,..., got {item!r}")
+        set_source_priority(s, group.strip(), [k.strip() for k in kinds.split(",") if k.strip()])
+    with open_db(s.database, read_only=True) as db:
+        report = overview.source_report(db)
+        priority = overview.source_priority(db)
+    if json_out:
+        print_json({"priority": priority, "sources": report})
+        return
+    console.print(rows_table(["group", "device kinds, best first"], [(g, " > ".join(k)) for g, k in priority.items()],
+                             title="priority"))
+    rows = [(r["metric"], r["source"], r["source_name"], r["kind"], r["rows"], r["used"]) for r in report]
+    console.print(rows_table(["metric", "source", "device / app", "kind", "rows", "rows counted"], rows,
+                             title="sources per metric"))
+
+
 def _mount() -> None:
     """Commands that live in their own modules (each owned by its feature): a module exposes
     `register(app)` (top-level commands) or a Typer `app` mounted under its name. A module

@@ -1,19 +1,15 @@
--- One row per local_day: activity totals, workouts and vitals from samples.
--- Steps and energy: per source, then the largest source total for the day (never summed
--- across sources, which would count the same steps twice).
-WITH per_source AS (
-    SELECT local_day, source, source_name, metric, sum(value) AS total
-    FROM samples
-    WHERE metric IN ('steps', 'active_energy', 'mindful', 'exercise_time')
-    GROUP BY ALL
-),
-totals AS (
+-- One row per local_day: activity totals, workouts and vitals, from the merged layer (one
+-- source per metric and window: samples_merged, workouts_merged): each hour's steps and
+-- energy counted once, from the best device that has them; vitals from the best device of
+-- the day.
+WITH totals AS (
     SELECT local_day,
-        max(total) FILTER (WHERE metric = 'steps') AS steps,
-        max(total) FILTER (WHERE metric = 'active_energy') AS active_energy_kcal,
-        max(total) FILTER (WHERE metric = 'mindful') AS mindful_min,
-        max(total) FILTER (WHERE metric = 'exercise_time') AS exercise_min
-    FROM per_source
+        sum(value) FILTER (WHERE metric = 'steps') AS steps,
+        sum(value) FILTER (WHERE metric = 'active_energy') AS active_energy_kcal,
+        sum(value) FILTER (WHERE metric = 'mindful') AS mindful_min,
+        sum(value) FILTER (WHERE metric = 'exercise_time') AS exercise_min
+    FROM samples_merged
+    WHERE metric IN ('steps', 'active_energy', 'mindful', 'exercise_time')
     GROUP BY local_day
 ),
 vitals AS (
@@ -24,13 +20,13 @@ vitals AS (
         avg(value) FILTER (WHERE metric = 'heart_rate') AS avg_hr_bpm,
         avg(value) FILTER (WHERE metric = 'stress') AS stress_avg,
         avg(value) FILTER (WHERE metric = 'recovery') AS recovery_pct
-    FROM samples
+    FROM samples_merged
     WHERE metric IN ('resting_heart_rate', 'hrv_rmssd', 'hrv_sdnn', 'heart_rate', 'stress', 'recovery')
     GROUP BY local_day
 ),
 w AS (
     SELECT local_day, count(*) AS workouts, sum(duration_min) AS workout_min
-    FROM workouts GROUP BY local_day
+    FROM workouts_merged GROUP BY local_day
 )
 SELECT d.local_day, t.steps, t.active_energy_kcal, t.mindful_min, t.exercise_min,
     v.resting_hr_bpm, v.hrv_rmssd_ms, v.hrv_sdnn_ms, v.avg_hr_bpm, v.stress_avg, v.recovery_pct,

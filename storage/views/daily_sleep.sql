@@ -1,4 +1,5 @@
--- One row per (local_day, source): the main night's sleep (naps summed separately).
+-- One row per local_day: the main night's sleep (naps summed separately), from the one
+-- source chosen for that day (sleep_sessions_merged: ring, strap, watch, phone).
 SELECT
     local_day,
     source,
@@ -9,5 +10,5 @@ SELECT
     avg(efficiency_pct) FILTER (WHERE NOT is_nap) AS efficiency_pct,
     sum(sleep_min) FILTER (WHERE is_nap) AS nap_min,
     count(*) AS sessions
-FROM sleep_sessions
+FROM sleep_sessions_merged
 GROUP BY local_day, source

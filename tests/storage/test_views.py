@@ -55,8 +55,8 @@ def test_daily_sleep_separates_naps(db):
 
 def test_daily_activity_never_sums_sources_twice(db):
     r = one(db, "SELECT * FROM daily_activity")
-    assert r["steps"] == 1500  # Watch 1500 vs iPhone 900: not 2400
-    assert r["resting_hr_bpm"] == pytest.approx(53)
+    assert r["steps"] == 1500  # each hour from the watch: 1500, not 2400 with the iPhone's 900
+    assert r["resting_hr_bpm"] == pytest.approx(54)  # the strap's, over an unknown device's 52
     assert r["hrv_rmssd_ms"] == 80 and r["workouts"] == 1 and r["workout_min"] == 60
 
 
