@@ -9,7 +9,7 @@ import duckdb
 from rich.markup import escape
 
 from common.errors import RhythmError
-from rhythm.cli._common import err_console
+from rhythm.cli._common import err_console, plain
 from rhythm.cli.main import app
 
 # Global options (the root callback's): accepted anywhere on the line, as README shows
@@ -60,7 +60,7 @@ def _run(args: list[str], debug: bool) -> int:
     except RhythmError as e:
         if debug:
             raise
-        err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/red] {escape(plain(str(e)))}", highlight=False, soft_wrap=True)
         return e.exit_code
     except KeyboardInterrupt:
         err_console.print("interrupted; nothing half-written was kept")
@@ -69,20 +69,20 @@ def _run(args: list[str], debug: bool) -> int:
         if debug:
             raise
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        err_console.print(f"[red]error:[/red] database: {escape(first)}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/red] database: {escape(plain(first))}", highlight=False, soft_wrap=True)
         return 1
     except OSError as e:
         if debug:
             raise
         where = f" {e.filename}" if getattr(e, "filename", None) else ""
-        err_console.print(f"[red]error:[/red]{escape(where)}: {escape(str(e.strerror or e))}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/red]{escape(plain(where))}: {escape(plain(str(e.strerror or e)))}", highlight=False, soft_wrap=True)
         return 1
     except Exception as e:  # the last resort: a bug still gets one line (--debug: the traceback)
         if debug:
             raise
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         err_console.print(
-            f"[red]error:[/red] unexpected {escape(type(e).__name__)}{': ' + escape(first[:300]) if first else ''} "
+            f"[red]error:[/red] unexpected {escape(type(e).__name__)}{': ' + escape(plain(first[:300])) if first else ''} "
             "(a bug in Rhythm: run again with --debug for the traceback and report it)",
             highlight=False, soft_wrap=True,
         )

@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from rhythm.cli._common import console, err_console, get_settings, print_json, rows_table
+from rhythm.cli._common import console, err_console, get_settings, plain, print_json, rows_table
 
 
 def _when(v: Any) -> str:
@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
                 console.print(rows_table(["job", "status", "took", "note"], rows, title="one cycle"))
             failed = [r for r in results if not r.ok]
             for r in failed:
-                err_console.print(f"[red]error:[/red] {escape(r.job)}: {escape(r.error or '')}", highlight=False, soft_wrap=True)
+                err_console.print(f"[red]error:[/red] {escape(r.job)}: {escape(plain(r.error or ''))}", highlight=False, soft_wrap=True)
             if failed:
                 raise typer.Exit(code=1)
             return
@@ -117,7 +117,7 @@ def register(app: typer.Typer) -> None:
                                      [(j["job"], _when(j["next_run"]), j["describe"], j["by"]) for j in st["schedule"]],
                                      title="schedule"))
         for p in st["problems"]:
-            err_console.print(f"[yellow]note:[/yellow] {escape(p)}", highlight=False, soft_wrap=True)
+            err_console.print(f"[yellow]note:[/yellow] {escape(plain(p))}", highlight=False, soft_wrap=True)
 
     @app.command("report")
     def report_cmd(

@@ -6,7 +6,7 @@ import typer
 from rich.markup import escape
 
 from connectors.registry import api_syncs
-from rhythm.cli._common import console, err_console, get_settings, print_json, rows_table
+from rhythm.cli._common import console, err_console, get_settings, plain, print_json, rows_table
 
 
 def register(app: typer.Typer) -> None:
@@ -42,6 +42,6 @@ def register(app: typer.Typer) -> None:
             console.print(rows_table(["source", "status", "records", "new rows", "deleted"], rows, title="sync"))
         failed = [(n, r["error"]) for n, r in result["sources"].items() if not r["ok"]]
         for _name, line in failed:
-            err_console.print(f"[red]error:[/red] {escape(line)}", highlight=False, soft_wrap=True)
+            err_console.print(f"[red]error:[/red] {escape(plain(line))}", highlight=False, soft_wrap=True)
         if failed:
             raise typer.Exit(code=1)
