@@ -85,8 +85,7 @@ def oura(
 ) -> None:
     """Oura API v2: a personal access token, or OAuth2 (PKCE, refreshed on its own).
 
-    The token is read from RHYTHM_OURA_TOKEN or asked for (hidden), never from the command
-    line, checked with Oura and stored 0600; it is never printed."""
+    A token comes from RHYTHM_OURA_TOKEN or a hidden prompt (never the command line), is checked with Oura, stored 0600 and never printed."""
     import os
 
     from rhythm.sync import auth_oura

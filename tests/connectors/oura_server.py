@@ -19,6 +19,7 @@ hypnogram, `time_in_bed` to the bedtimes), seeded, with the ring's local offset 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import random
@@ -72,8 +73,10 @@ def make_days(
     heart_rate: bool = True,
     naps_every: int = 4,
     workout_every: int = 3,
+    until: datetime | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """n days of Oura documents ending on `last_day` (its activity is a day in progress)."""
+    """n days of Oura documents ending on `last_day` (its activity is a day in progress);
+    heart rate only up to `until` when given (the ring has not measured the future)."""
     rng = random.Random(seed)
     data: dict[str, list[dict[str, Any]]] = {s: [] for s in (*DATED, "heartrate")}
     for i in range(n):
@@ -202,6 +205,8 @@ def make_days(
             base = datetime(day.year, day.month, day.day, tzinfo=UTC)
             for k in range(288):
                 ts = base + timedelta(minutes=5 * k, seconds=rng.randint(0, 59))
+                if until is not None and ts > until:
+                    break
                 src = "sleep" if onset <= ts <= wake else rng.choice(["awake", "awake", "rest"])
                 data["heartrate"].append({"timestamp": ts.isoformat(timespec="seconds"),
                                           "timestamp_unix": int(ts.timestamp() * 1000),
@@ -210,6 +215,7 @@ def make_days(
     return data
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _parse_dt(text: str) -> datetime:
     dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt
