@@ -332,6 +332,7 @@ class Offsets:
     def __init__(self, fallback: tzinfo | None = None):
         self.fallback = fallback
         self._points: list[tuple[float, int]] = []
+        self._hours: dict[int, int | None] = {}  # hour since the epoch -> its offset
         self._sorted = True
 
     def note(self, value: Any) -> None:
@@ -339,22 +340,27 @@ class Offsets:
         if ts is not None and off is not None:
             self._points.append((ts.timestamp(), off))
             self._sorted = False
+            self._hours.clear()
 
-    def at(self, ts: datetime) -> tuple[int | None, date]:
-        """(tz_offset_min, local day) of an instant: the nearest noted offset within reach,
-        else the fallback zone (offset None: the zone decides), else UTC."""
+    def _nearest(self, t: float) -> int | None:
         if not self._sorted:
             self._points.sort()
             self._sorted = True
-        t = ts.timestamp()
         i = bisect.bisect_left(self._points, (t, -10**6))
         near = [self._points[j] for j in (i - 1, i) if 0 <= j < len(self._points)]
         near = [p for p in near if abs(p[0] - t) <= OFFSET_REACH.total_seconds()]
-        if near:
-            off = min(near, key=lambda p: abs(p[0] - t))[1]
+        return min(near, key=lambda p: abs(p[0] - t))[1] if near else None
+
+    def at(self, ts: datetime) -> tuple[int | None, date]:
+        """(tz_offset_min, local day) of an instant: the offset noted nearest to its hour
+        (within reach), else the fallback zone (offset None: the zone decides), else UTC."""
+        hour = int(ts.timestamp() // 3600)
+        if hour not in self._hours:  # 12 heart-rate samples an hour share one look-up
+            self._hours[hour] = self._nearest(hour * 3600 + 1800)
+        off = self._hours[hour]
+        if off is not None:
             return off, (ts + timedelta(minutes=off)).astimezone(UTC).date()
-        zone = self.fallback or UTC
-        return None, ts.astimezone(zone).date()
+        return None, ts.astimezone(self.fallback or UTC).date()
 
 
 def map_heartrate_day(
