@@ -62,6 +62,11 @@ METRIC_UNITS: dict[str, str] = {
     "intensity_minutes": "min",
     "vo2max": "ml/kg/min",
     "weight": "kg",
+    "readiness": "score",  # Oura readiness, 1-100 (not WHOOP's recovery)
+    "sleep_score": "score",  # a day's sleep score, 1-100 (Oura daily_sleep)
+    "activity_score": "score",  # a day's activity score, 1-100 (Oura daily_activity)
+    "high_stress_time": "min",  # daytime minutes in high stress (Oura daily_stress)
+    "high_recovery_time": "min",  # daytime minutes in high recovery (Oura daily_stress)
     # journal_<question>: WHOOP journal answers, 1 = yes, 0 = no (unit "bool")
 }
 

@@ -181,6 +181,47 @@ def auth_google(
     return _auth_summary("google", tok, settings)
 
 
+def auth_oura(
+    settings: Settings,
+    token: str | None = None,
+    *,
+    open_browser: bool = True,
+    on_url: Callable[[str], None] | None = None,
+    port: int | None = None,
+    timeout_s: float = 300.0,
+    policy: RetryPolicy | None = None,
+) -> dict[str, Any]:
+    """A personal access token (checked with Oura, then stored 0600); without one, OAuth2:
+    authorisation code with PKCE on a loopback redirect, tokens stored for refresh."""
+    from connectors.oura import auth
+
+    policy = policy or default_policy()
+    if token is not None:
+        tok = auth.personal_token(token)
+        auth.check_token(settings.get("oura_api_base"), tok["access_token"], policy)
+        tokens(settings).save("oura", tok)
+        return {**_auth_summary("oura", tok, settings), "kind": "personal access token"}
+    cid, secret = settings.get("oura_client_id"), settings.get("oura_client_secret")
+    if not cid or not secret:
+        raise ConfigError(
+            "oura: set RHYTHM_OURA_CLIENT_ID and RHYTHM_OURA_CLIENT_SECRET (from your Oura API "
+            "application) first, or give a personal access token"
+        )
+    verifier, challenge = auth.pkce_pair()
+    redirect = authorize_via_loopback(
+        lambda uri, state: auth.auth_url(settings.get("oura_auth_url"), cid, uri, state, challenge),
+        name="oura", on_url=on_url, open_browser=open_browser, redirect_host="localhost",
+        port=settings.get("oura_redirect_port") if port is None else port, timeout_s=timeout_s,
+    )
+    with ApiClient(settings.get("oura_token_url"), name="oura", policy=policy) as http:
+        tok = auth.exchange(
+            http, token_url=settings.get("oura_token_url"), client_id=cid, client_secret=secret,
+            code=redirect.code, redirect_uri=redirect.redirect_uri, verifier=verifier,
+        )
+    tokens(settings).save("oura", tok)
+    return {**_auth_summary("oura", tok, settings), "kind": "oauth"}
+
+
 def auth_garmin(
     settings: Settings, email: str, password: str, prompt_mfa: Callable[[], str] | None = None
 ) -> dict[str, Any]:

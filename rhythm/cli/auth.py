@@ -1,4 +1,4 @@
-"""`rhythm auth whoop|google|garmin`: authorise Rhythm once; tokens are stored (0600)."""
+"""`rhythm auth whoop|google|garmin|oura`: authorise Rhythm once; tokens are stored (0600)."""
 
 from __future__ import annotations
 
@@ -72,3 +72,30 @@ def garmin(
         print_json(result)
     else:
         console.print(f"garmin: logged in; tokens stored in {result['stored']}", highlight=False)
+
+
+@app.command("oura")
+def oura(
+    ctx: typer.Context,
+    use_oauth: bool = typer.Option(False, "--oauth", help="OAuth2 in the browser (needs oura_client_id and oura_client_secret); the default when a client id is set."),
+    use_token: bool = typer.Option(False, "--token", help="A personal access token: from RHYTHM_OURA_TOKEN, else asked for (hidden)."),
+    no_browser: bool = typer.Option(False, "--no-browser", help="OAuth: only print the URL; do not open a browser."),
+    port: int | None = typer.Option(None, "--port", help="OAuth: local redirect port (default: the oura_redirect_port setting, 8766; must match the redirect URI registered with your Oura app: http://localhost:PORT/callback)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Oura API v2: a personal access token, or OAuth2 (PKCE, refreshed on its own).
+
+    A token comes from RHYTHM_OURA_TOKEN or a hidden prompt (never the command line), is checked with Oura, stored 0600 and never printed."""
+    import os
+
+    from rhythm.sync import auth_oura
+
+    settings = get_settings(ctx)
+    env_token = os.environ.get("RHYTHM_OURA_TOKEN")
+    oauth = use_oauth or (not use_token and not env_token and bool(settings.get("oura_client_id")))
+    if oauth:
+        result = auth_oura(settings, open_browser=not no_browser, on_url=_show_url, port=port)
+    else:
+        token = env_token or typer.prompt("Oura personal access token", hide_input=True)
+        result = auth_oura(settings, token)
+    _done(result, json_out)
