@@ -67,6 +67,13 @@ def wearable_span(db: Database) -> tuple[date, date] | None:
     return row[0], row[1]
 
 
+# A sample of two hours or more (a ring's or a daily summary's whole-day total) cannot be
+# placed in one slot: it counts on its own local day, shared over the slots as a day's
+# activity usually is (morning, afternoon, evening, night).
+COARSE_S = 7200
+DAY_SHARES = (0.3, 0.35, 0.3, 0.05)
+
+
 def _slot_case(column: str) -> str:
     """SQL: the slot index of a local timestamp (the night's small hours included)."""
     (m0, _), (a0, _), (e0, _), (n0, _) = SLOT_BOUNDS
@@ -101,13 +108,15 @@ def mapping_inputs(
     that day), else ``default_offset_min``); then the sum of the source totals (the merged
     layer already chose one source per hour, so nothing is counted twice) and the mean of
     the source means. ``nonnegative_metrics`` drop negative values (Garmin writes -1/-2 for
-    "not measured").
+    "not measured"). A sample of two hours or more counts on its own local day, shared over
+    the slots by ``DAY_SHARES`` (its time says nothing about which slot it belongs to).
     """
     metrics = [*slot_sum_metrics, *slot_mean_metrics]
     rows = db.con.execute(
         f"""
         WITH s AS (
-            SELECT metric, source, source_name, value,
+            SELECT metric, source, source_name, value, local_day,
+                epoch(end_ts) - epoch(start_ts) >= {COARSE_S} AS coarse,
                 CASE WHEN tz_offset_min IS NOT NULL
                      THEN (start_ts AT TIME ZONE 'UTC') + to_minutes(CAST(tz_offset_min AS INTEGER))
                      WHEN CAST(? AS VARCHAR) IS NOT NULL THEN timezone(CAST(? AS VARCHAR), start_ts)
@@ -120,7 +129,11 @@ def mapping_inputs(
             SELECT metric, source, source_name, value,
                 CASE WHEN hour(lt) < {SLOT_BOUNDS[0][0]} THEN CAST(lt AS DATE) - 1 ELSE CAST(lt AS DATE) END AS day,
                 {_slot_case("lt")} AS slot
-            FROM s
+            FROM s WHERE NOT coarse
+            UNION ALL  -- a day-long total: its own day, shared over the slots (DAY_SHARES)
+            SELECT metric, source, source_name, value * w.share, local_day, w.slot
+            FROM s JOIN (VALUES {", ".join(f"({i}, {x})" for i, x in enumerate(DAY_SHARES))}) w(slot, share) ON true
+            WHERE coarse
         ), per_source AS (
             SELECT metric, day, slot, source, source_name, sum(value) AS total, avg(value) AS mean
             FROM slotted GROUP BY ALL

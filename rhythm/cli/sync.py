@@ -29,7 +29,8 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print_json(result)
         elif not result["sources"]:
-            console.print("nothing to sync: run `rhythm auth whoop` or `rhythm auth google` first", highlight=False)
+            names = " | ".join(api_syncs())
+            console.print(f"nothing to sync: authorise a source first (rhythm auth {names})", highlight=False)
         else:
             rows = []
             for name, r in result["sources"].items():

@@ -27,11 +27,19 @@ vitals AS (
 w AS (
     SELECT local_day, count(*) AS workouts, sum(duration_min) AS workout_min
     FROM workouts_merged GROUP BY local_day
+),
+night AS (  -- devices that give HRV and resting heart rate with the night (a ring, a strap)
+    SELECT local_day, avg(hrv_rmssd_ms) AS hrv_rmssd_ms, min(resting_hr_bpm) AS resting_hr_bpm
+    FROM sleep_sessions_merged WHERE NOT is_nap GROUP BY local_day
 )
 SELECT d.local_day, t.steps, t.active_energy_kcal, t.mindful_min, t.exercise_min,
-    v.resting_hr_bpm, v.hrv_rmssd_ms, v.hrv_sdnn_ms, v.avg_hr_bpm, v.stress_avg, v.recovery_pct,
+    coalesce(v.resting_hr_bpm, n.resting_hr_bpm) AS resting_hr_bpm,
+    coalesce(v.hrv_rmssd_ms, n.hrv_rmssd_ms) AS hrv_rmssd_ms,
+    v.hrv_sdnn_ms, v.avg_hr_bpm, v.stress_avg, v.recovery_pct,
     coalesce(w.workouts, 0) AS workouts, w.workout_min
-FROM (SELECT local_day FROM totals UNION SELECT local_day FROM vitals UNION SELECT local_day FROM w) d
+FROM (SELECT local_day FROM totals UNION SELECT local_day FROM vitals UNION SELECT local_day FROM w
+      UNION SELECT local_day FROM night WHERE hrv_rmssd_ms IS NOT NULL OR resting_hr_bpm IS NOT NULL) d
 LEFT JOIN totals t USING (local_day)
 LEFT JOIN vitals v USING (local_day)
 LEFT JOIN w USING (local_day)
+LEFT JOIN night n USING (local_day)

@@ -80,12 +80,10 @@ def test_daily_views_show_oura_steps_and_sleep(synced, run_cli):
         assert rows[night["day"]]["sleep_min"] == night["total_sleep_duration"] / 60
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "mapping slots a sample by its start: a day-long total (Oura's day runs from 04:00 local; "
-    "Garmin's daily summary from midnight) lands in the previous day's night slot. "
-    "A mapping change (storage/inputs.py slot aggregates), reported to the lead."))
 def test_a_days_steps_count_on_that_day(synced, run_cli):
+    """A day-long total (Oura's day runs from 04:00 local) counts on its own day, shared over
+    the slots (storage/inputs.py DAY_SHARES), not in the night before."""
     assert run_cli("map")[0] == 0
     doc = synced["daily_activity"][-3]
     rows = _meters(run_cli, date.fromisoformat(doc["day"]))
-    assert sum(_signal(rows[s], "vitality", "steps") or 0 for s in SLOTS) == doc["steps"]
+    assert sum(_signal(rows[s], "vitality", "steps") or 0 for s in SLOTS) == pytest.approx(doc["steps"], abs=1)

@@ -134,3 +134,25 @@ def test_rhythm_sources_shows_and_changes_the_priority(rhythm_home, run_cli):
     for bad in ("sleep=strap,strap", "naps=ring", "sleep", "sleep=satellite"):
         code, _, err = run_cli("sources", "--set", bad)
         assert code == 2 and len(err.strip().splitlines()) == 1, bad
+
+
+def test_a_day_long_total_stands_for_its_day_only_when_no_better_device_has_the_hours(tmp_path):
+    d = open_db(tmp_path / "c.duckdb")
+    day2 = DAY + timedelta(days=1)
+    recs = [
+        # day 1: the ring's day total (from 04:00) and the watch's hours: the watch's hours count
+        Sample("oura", "steps", at(4), at(28), 9000.0, "count", DAY, "oura", tz_offset_min=60),
+        *[Sample("healthkit", "steps", at(h), at(h + 1), 500.0, "count", DAY, WATCH, tz_offset_min=60)
+          for h in range(8, 18)],
+        # day 2: the ring's total and the phone's hours: the ring outranks the phone, its total counts
+        Sample("oura", "steps", at(4, day2), at(28, day2), 8000.0, "count", day2, "oura", tz_offset_min=60),
+        *[Sample("healthkit", "steps", at(h, day2), at(h + 1, day2), 300.0, "count", day2, PHONE, tz_offset_min=60)
+          for h in range(8, 18)],
+        # the ring's night: HRV and lowest heart rate come with the sleep period
+        SleepSession("oura", "n2", at(-1, day2), at(7, day2), day2, sleep_min=430, hrv_rmssd_ms=44.0,
+                     resting_hr_bpm=51.0, tz_offset_min=60, source_name="oura"),
+    ]
+    write_records(d, recs)
+    _, rows = d.query("SELECT local_day, steps, hrv_rmssd_ms, resting_hr_bpm FROM daily_activity ORDER BY 1")
+    assert rows == [(DAY, 5000.0, None, None), (day2, 8000.0, 44.0, 51.0)]
+    d.close()
