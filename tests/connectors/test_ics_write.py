@@ -22,8 +22,11 @@ ZONES = ["Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Lord_Ho
          "America/Sao_Paulo", "UTC"]
 SLOTS = ("morning", "afternoon", "evening", "night")
 WINDOW = (datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
-TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\r"), min_size=1, max_size=60).filter(
-    str.strip)  # the importer reads blank text as no text; Rhythm never writes blank text
+# Any text but blank (the importer reads blank text as no text) and backslashes: icalendar's
+# writer takes a literal backslash-N for an escaped newline. Rhythm's texts are its own
+# sentences, never blank and without backslashes.
+TEXT = st.text(st.characters(exclude_categories=("Cs", "Cc"), exclude_characters="\\", include_characters="\n"),
+               min_size=1, max_size=60).filter(str.strip)
 
 
 def block(day: date, slot: str, start: datetime, minutes: int, summary: str = "Deep work (Rhythm)",
