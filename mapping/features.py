@@ -26,6 +26,7 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from common.rhythm_blocks import is_rhythm_event_id
 from common.rows import StoredInputs
 from mapping.actions import SlotEvidence
 from mapping.rules import Model
@@ -108,7 +109,7 @@ class EventRow:
     description: str | None
     attendees: int | None
     event_type: str | None
-    active: bool  # not cancelled, not declined
+    active: bool  # not cancelled, not declined, not one of Rhythm's own blocks
 
     @property
     def minutes(self) -> float:
@@ -284,7 +285,10 @@ def bundle_from_inputs(inputs: StoredInputs, tz: tzinfo) -> DataBundle:
                     zones[e.timezone] = tz
             ev_tz = zones[e.timezone]
         o = _offset_at(ev_tz, e.start_s)
-        active = (e.status or "confirmed") != "cancelled" and (e.self_response or "") != "declined"
+        # Rhythm's own blocks written into the calendar (plan export/push) are suggestions, not
+        # what the person did: they never count as an action or as calendar time.
+        active = ((e.status or "confirmed") != "cancelled" and (e.self_response or "") != "declined"
+                  and not is_rhythm_event_id(e.event_id))
         b.events.append(
             EventRow((e.source, e.calendar_id, e.event_id), _local(e.start_s, o), _local(e.end_s, o),
                      e.local_day, bool(e.all_day), e.title, e.description, e.attendees_count,

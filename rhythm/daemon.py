@@ -6,7 +6,8 @@ Built from settings (``sync_every_hours``, ``morning_run_time``, ``timezone``):
   that source, then rebuild meters and slot actions (``map_step``);
 - one ``morning`` job (CronTrigger at ``morning_run_time`` in the person's zone): sync every
   source, map, then the recommendation for today (``recommend_step``), so the plan sees
-  last night's sleep.
+  last night's sleep; with ``push_google_after_plan``, the plan then goes into Google
+  Calendar (``push_step``: ``push_calendar_id``, free unless ``push_busy``).
 
 Every job: ``coalesce=True`` (missed runs collapse into one), ``max_instances=1`` and a
 misfire grace time (a laptop that slept through 07:00 still gets its plan at 09:00). Jobs
@@ -18,7 +19,7 @@ RHYTHM_HOME/logs/daemon.log (rotated; secrets redacted), and SIGTERM/SIGINT shut
 cleanly: running jobs finish, the lock is released, the exit code is 0.
 
 The daemon only schedules: every job runs the units of work of ``rhythm.jobs`` (``sync``,
-``map_data``, ``recommend``), the same functions the CLI commands call. ``run_cycle`` does
+``map_data``, ``recommend``, ``push_google``), the same functions the CLI commands call. ``run_cycle`` does
 one full cycle now (``rhythm daemon --once``, handy for cron); a failing source is logged
 and recorded and the others go on.
 """
@@ -60,8 +61,8 @@ STATE_FILE = "daemon.json"
 # -- results -------------------------------------------------------------------------------
 @dataclass
 class JobResult:
-    job: str  # "sync:whoop", "map", "recommend"
-    stage: str  # sync | map | recommend
+    job: str  # "sync:whoop", "map", "recommend", "push:google"
+    stage: str  # sync | map | recommend | push
     ok: bool
     error: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
@@ -115,6 +116,10 @@ def sync_step(settings: Settings, source: str) -> dict[str, Any]:
     return jobs.sync(settings, [source])
 
 
+def push_step(settings: Settings, day: date | None = None) -> dict[str, Any]:
+    return jobs.push_google(settings, day or local_today(settings))
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -149,7 +154,11 @@ def _guard(settings: Settings, job: str, stage: str, fn: Callable[[], Any], sour
         summary = detail.summary()
         log.info("%s: ok, %s", job, ", ".join(f"{s['slot']}={s['action']}" for s in summary["slots"]) or "no slots")
         return JobResult(job, stage, ok=True, detail=summary, seconds=seconds, plan=detail)
-    log.info("%s: ok", job)
+    if stage == "push":
+        log.info("%s: ok, %d added, %d updated, %d removed", job, len(detail["inserted"]), len(detail["updated"]),
+                 len(detail["deleted"]))
+    else:
+        log.info("%s: ok", job)
     return JobResult(job, stage, ok=True, detail=_plain(detail) if isinstance(detail, dict) else {}, seconds=seconds)
 
 
@@ -169,7 +178,8 @@ def sync_job(settings: Settings, source: str) -> list[JobResult]:
 def run_cycle(
     settings: Settings, *, sources: Iterable[str] | None = None, day: date | None = None
 ) -> list[JobResult]:
-    """One full cycle now: sync each source (isolated), map, recommend for `day` (today)."""
+    """One full cycle now: sync each source (isolated), map, recommend for `day` (today), and
+    with ``push_google_after_plan`` push that plan to Google Calendar."""
     names = list(sources) if sources is not None else _configured(settings)
     results = [
         _guard(settings, f"sync:{name}", "sync", lambda name=name: sync_step(settings, name), name)
@@ -177,6 +187,11 @@ def run_cycle(
     ]
     results.append(_guard(settings, "map", "map", lambda: map_step(settings)))
     results.append(_guard(settings, "recommend", "recommend", lambda: recommend_step(settings, day)))
+    if settings.push_google_after_plan:
+        if results[-1].ok:
+            results.append(_guard(settings, "push:google", "push", lambda: push_step(settings, day), "google"))
+        else:
+            log.warning("push:google: skipped (no plan to push)")
     return results
 
 

@@ -1,4 +1,4 @@
-"""The app's units of work, in one place: import, sync, map, recommend, feedback.
+"""The app's units of work, in one place: import, sync, map, recommend, feedback, push.
 
 Each unit runs through the same runner (STYLE rule 16): it takes the writer lock
 (``rhythm.lock``: the daemon, or one CLI command, is the only writer), opens the database,
@@ -252,6 +252,42 @@ def feedback(settings: Settings, recommendation_id: int, response: str) -> dict[
         result = record_answer(run.db, recommendation_id, response)
         run.summary = {"id": recommendation_id, "response": response}
     return result
+
+
+# -- the plan in the calendar ------------------------------------------------------------------
+def push_google(
+    settings: Settings,
+    day: date | None = None,
+    days: int = 1,
+    *,
+    calendar_id: str | None = None,
+    busy: bool | None = None,
+    clear: bool = False,
+    now: datetime | None = None,
+    policy: RetryPolicy | None = None,
+) -> dict[str, Any]:
+    """Put the latest plan of each day into a Google calendar (``rhythm plan push google``):
+    insert or patch Rhythm's blocks, delete its stale ones, never touch another event
+    (connectors.calendar.google_write). A day with no stored plan is planned first; with
+    ``clear``, Rhythm's blocks of those days are removed instead. Recorded as a `push` run."""
+    from connectors.calendar import google_write
+    from rhythm import plan_export
+    from rhythm import sync as api
+
+    cid = calendar_id or settings.push_calendar_id
+    busy = settings.push_busy if busy is None else busy
+    wanted = plan_export.plan_days(settings, day, days, now)
+    writer = google_write.open_writer(settings.get, api.tokens(settings), policy or api.default_policy())
+    planned_now = [] if clear else plan_export.ensure_plans(settings, wanted, now)
+    tz = user_zone(settings)
+    with unit_of_work(settings, "push", "google", cid) as run:
+        stored = {} if clear else plan_export.read_plans(run.db, wanted)
+        blocks = [b for d in wanted for b in plan_export.calendar_blocks(stored.get(d, []), tz, busy)]
+        result = google_write.push(writer, cid, wanted, blocks, planned_at=plan_export.planned_at(stored),
+                                   zone=tz, clear=clear)
+        run.summary = {**result.to_dict(), "planned": [d.isoformat() for d in planned_now], "busy": busy,
+                       "clear": clear}
+    return run.summary
 
 
 # -- repairs -----------------------------------------------------------------------------------

@@ -182,13 +182,13 @@ def _aware(epoch_s: float, tz: tzinfo) -> datetime:
 
 def _calendar(db: Database, day: date, tz: tzinfo) -> list[Any]:
     """The stored events of the day before, the day and the day after, as the planner sees them."""
-    from agent.day import RHYTHM_UID_SUFFIX, CalendarEvent
+    from agent.day import CalendarEvent, is_rhythm_event_id
 
     return [
         CalendarEvent(
             start=_aware(e.start_s, tz), end=_aware(e.end_s, tz), title=e.title, action=e.action,
             source=e.source, status=e.status, transparency=e.transparency, all_day=e.all_day,
-            self_response=e.self_response, rhythm_block=e.event_id.endswith(RHYTHM_UID_SUFFIX),
+            self_response=e.self_response, rhythm_block=is_rhythm_event_id(e.event_id),
         )
         for e in inputs.events_between(db, day - timedelta(days=1), day + timedelta(days=2))
     ]

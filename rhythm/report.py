@@ -67,12 +67,12 @@ class ReportData:
     @property
     def commitments(self) -> list[Any]:
         """Today's commitments (cancelled, free, all-day, declined and Rhythm's own blocks left out)."""
-        from agent.day.calendar import RHYTHM_UID_SUFFIX, CalendarEvent, commitments, slot_window
+        from agent.day.calendar import CalendarEvent, commitments, is_rhythm_event_id, slot_window
 
         evs = [
             CalendarEvent(e["start_ts"].astimezone(self.tz), e["end_ts"].astimezone(self.tz), e["title"], e["action"],
                           e["source"], e["status"], e["transparency"], bool(e["all_day"]), e["self_response"],
-                          str(e["event_id"]).endswith(RHYTHM_UID_SUFFIX))
+                          is_rhythm_event_id(str(e["event_id"])))
             for e in self.events_near_today
         ]
         lo, _ = slot_window(self.today, 0, self.tz)

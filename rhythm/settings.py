@@ -46,6 +46,7 @@ class Settings:
     google_client_secret: str | None = None
     google_client_secrets_file: Path | None = None
     google_window_past_days: int = 730
+    google_write: bool = False  # `rhythm auth google` also asks to write events (for `rhythm plan push google`)
 
     # Garmin Connect (optional live sync)
     garmin_api_base: str = "https://connectapi.garmin.com"
@@ -58,6 +59,11 @@ class Settings:
     # Daemon
     sync_every_hours: float = 6.0
     morning_run_time: str = "07:00"
+
+    # Write-back (`rhythm plan push google`, and the daemon after its morning plan)
+    push_google_after_plan: bool = False  # the morning run pushes today's plan to Google Calendar
+    push_calendar_id: str = "primary"  # the Google calendar Rhythm's blocks go into
+    push_busy: bool = False  # pushed blocks show as busy (opaque), not free (transparent)
 
     # The day (rhythm recommend): waking hours come from the person's own nights unless set
     wake_time: str | None = None  # "HH:MM": the usual wake-up
@@ -290,6 +296,7 @@ lag_days = 3
 [google]
 # client_secrets_file = "~/Downloads/client_secret.json"
 window_past_days = 730
+# write = false                    # true: `rhythm auth google` also asks to write events (plan push)
 
 [ics]
 window_past_days = 730
@@ -298,6 +305,11 @@ window_future_days = 60
 [daemon]
 # sync_every_hours = 6.0
 # morning_run_time = "07:00"
+
+[push]
+# google_after_plan = false        # the morning run also puts today's plan into Google Calendar
+# calendar_id = "primary"          # (needs `rhythm auth google --write`)
+# busy = false                     # blocks show as free unless true
 """
 
 

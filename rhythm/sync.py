@@ -19,6 +19,7 @@ from typing import Any
 from common.errors import AuthError, ConfigError
 from connectors import registry
 from connectors.calendar.google_sync import client_config
+from connectors.calendar.google_write import can_write as google_can_write
 from connectors.garmin.sync import token_dir
 from connectors.http import ApiClient, RetryPolicy
 from connectors.oauth import (
@@ -143,12 +144,19 @@ def auth_google(
     port: int = 0,
     timeout_s: float = 300.0,
     policy: RetryPolicy | None = None,
+    write: bool | None = None,
 ) -> dict[str, Any]:
-    """Installed-app flow: loopback redirect on 127.0.0.1, PKCE, read-only calendar scope."""
+    """Installed-app flow: loopback redirect on 127.0.0.1, PKCE, the read-only calendar scope;
+    with ``write`` (default: the ``google_write`` setting) also ``calendar.events``, which
+    `rhythm plan push google` needs to add, change and remove its own blocks."""
     from google_auth_oauthlib.flow import Flow
 
     from connectors.calendar.google_api import SCOPES
+    from connectors.calendar.google_write import WRITE_SCOPES
 
+    if write is None:
+        write = bool(settings.google_write)
+    scopes = WRITE_SCOPES if write else SCOPES
     cid, secret = client_config(settings.get)
     config = {
         "installed": {
@@ -162,7 +170,7 @@ def auth_google(
     flows: dict[str, Any] = {}
 
     def build(redirect_uri: str, state: str) -> str:
-        flow = Flow.from_client_config(config, scopes=list(SCOPES), state=state, redirect_uri=redirect_uri)
+        flow = Flow.from_client_config(config, scopes=list(scopes), state=state, redirect_uri=redirect_uri)
         url, _ = flow.authorization_url(prompt="consent", include_granted_scopes="true")
         flows["flow"] = flow
         return url
@@ -177,8 +185,15 @@ def auth_google(
             client_secret=secret, code=redirect.code, redirect_uri=redirect.redirect_uri,
             code_verifier=flows["flow"].code_verifier,
         )
+    if not tok.get("scope"):  # the token endpoint may leave out the scopes when all were granted
+        tok["scope"] = " ".join(scopes)
     tokens(settings).save("google", tok)
-    return _auth_summary("google", tok, settings)
+    summary = _auth_summary("google", tok, settings)
+    summary["write"] = bool(google_can_write(tok.get("scope")))
+    if write and not summary["write"]:
+        raise AuthError("google: write access was not granted (“View and edit events on all your calendars” "
+                        "was left unticked); Rhythm can still read; run `rhythm auth google --write` to allow it")
+    return summary
 
 
 def auth_oura(

@@ -61,6 +61,19 @@ def answers(db: Database) -> list[dict[str, Any]]:
     ]
 
 
+def latest_plan(db: Database, day: date) -> list[dict[str, Any]]:
+    """The blocks of the latest plan stored for ``day`` (the recommendations made together
+    most recently), in time order, as dicts of their columns; [] when none is stored."""
+    cur = db.con.execute(
+        "SELECT * FROM recommendations WHERE local_day = ? AND created_at = "
+        "(SELECT max(created_at) FROM recommendations WHERE local_day = ?) "
+        "ORDER BY start_ts NULLS LAST, id",
+        [day, day],
+    )
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
 def latest_plan_day(db: Database) -> date | None:
     return db.con.execute("SELECT max(local_day) FROM recommendations").fetchone()[0]
 

@@ -32,6 +32,7 @@ class Request:
     query: dict[str, str]
     headers: dict[str, str]
     body: bytes
+    query_lists: dict[str, list[str]] = field(default_factory=dict)  # every value of a repeated parameter
 
     @property
     def form(self) -> dict[str, str]:
@@ -107,6 +108,7 @@ class Loopback:
                     query={k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()},
                     headers={k.lower(): v for k, v in self.headers.items()},
                     body=body,
+                    query_lists=parse_qs(parts.query, keep_blank_values=True),
                 )
                 with outer._lock:
                     outer.requests.append(req)

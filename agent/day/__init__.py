@@ -8,7 +8,7 @@
   local model's choice.
 """
 
-from agent.day.calendar import RHYTHM_UID_SUFFIX, CalendarEvent, Night
+from agent.day.calendar import RHYTHM_UID_SUFFIX, CalendarEvent, Night, is_rhythm_event_id
 from agent.day.evidence import PersonFacts
 from agent.day.plan import Answer, Block, DayInputs, DayPlan, DayPlanner, with_model_pick
 
@@ -22,5 +22,6 @@ __all__ = [
     "DayPlanner",
     "Night",
     "PersonFacts",
+    "is_rhythm_event_id",
     "with_model_pick",
 ]

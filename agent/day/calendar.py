@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 
 from common.records import SLOTS
+from common.rhythm_blocks import RHYTHM_UID_SUFFIX, is_rhythm_event_id  # noqa: F401 - re-exported
 from common.timeutil import SLOT_BOUNDS, slot_of
 
 MIN_FREE_MIN = 30
@@ -33,9 +34,9 @@ GET_READY_MIN = 30  # up this long before a commitment that starts before the us
 # A commitment whose action is unknown (a title the classifier does not recognise) still holds
 # the time; for planning it counts as this (a small work-like drain), and the plan says so.
 UNCLASSIFIED_STAND_IN = "ADMIN_WORK"
-# Blocks Rhythm writes into a calendar carry this at the end of their UID / event id, so a
-# plan exported and imported again never becomes a commitment of a later plan.
-RHYTHM_UID_SUFFIX = "@rhythm.local"
+# Blocks Rhythm writes into a calendar carry RHYTHM_UID_SUFFIX at the end of their UID (a
+# Google event id starts with common.rhythm_blocks.GOOGLE_ID_PREFIX), so a plan exported and
+# imported (or pushed and synced) again never becomes a commitment of a later plan.
 
 
 @dataclass(frozen=True)

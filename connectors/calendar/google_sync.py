@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,9 @@ def client_config(setting: Callable[[str], Any]) -> tuple[str, str | None]:
     return cid, secret
 
 
-def credentials(setting: Callable[[str], Any], store: TokenStore) -> Any:
+def credentials(setting: Callable[[str], Any], store: TokenStore, scopes: Sequence[str] | None = None) -> Any:
+    """Credentials from the stored token; a refresh asks for ``scopes`` (default: the
+    read-only scope of the sync; ``rhythm plan push google`` asks for the write scope too)."""
     from google.oauth2.credentials import Credentials
 
     from connectors.calendar.google_api import SCOPES
@@ -56,7 +58,7 @@ def credentials(setting: Callable[[str], Any], store: TokenStore) -> Any:
         token_uri=setting("google_token_url"),
         client_id=cid,
         client_secret=secret,
-        scopes=list(SCOPES),
+        scopes=list(scopes or SCOPES),
         expiry=expiry,
     )
 

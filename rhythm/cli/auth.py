@@ -20,6 +20,9 @@ def _done(result: dict, json_out: bool) -> None:
         print_json(result)
         return
     console.print(f"{result['provider']}: authorised; tokens stored in {result['stored']}", highlight=False)
+    if result.get("write"):
+        console.print("write access: Rhythm may add, change and remove its own blocks (`rhythm plan push google`)",
+                      highlight=False)
     if result.get("expires_at"):
         refresh = "with" if result.get("refresh_token") else "WITHOUT"
         console.print(f"access token valid until {result['expires_at']} ({refresh} a refresh token)", highlight=False)
@@ -43,12 +46,13 @@ def whoop(
 def google(
     ctx: typer.Context,
     no_browser: bool = typer.Option(False, "--no-browser", help="Only print the URL; do not open a browser."),
+    write: bool = typer.Option(False, "--write", help="Also let Rhythm add, change and remove its own blocks (`rhythm plan push google`; scope calendar.events). Default: the google_write setting."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Google Calendar (read-only), installed-app flow with a 127.0.0.1 redirect."""
+    """Google Calendar (read-only; with --write also its own events), installed-app flow with a 127.0.0.1 redirect."""
     from rhythm.sync import auth_google
 
-    _done(auth_google(get_settings(ctx), open_browser=not no_browser, on_url=_show_url), json_out)
+    _done(auth_google(get_settings(ctx), open_browser=not no_browser, on_url=_show_url, write=write or None), json_out)
 
 
 @app.command("garmin")

@@ -1,0 +1,180 @@
+"""The plan in the calendar: the shell around the .ics writer and the Google push.
+
+Loads, converts, writes (STYLE rule 17): which plan goes out is the latest one stored for
+each day (``storage.plans.latest_plan``; a day with none is planned first, through
+``rhythm.jobs.recommend``); what an event says is ``calendar_blocks``; the writers are
+``connectors.calendar.ics_write`` and ``connectors.calendar.google_write`` (the push itself is
+the unit of work ``rhythm.jobs.push_google``).
+
+``export_ics`` writes the file and nothing in the database (planning a missing day is its
+own recorded unit of work).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime, timedelta, tzinfo
+from pathlib import Path
+from typing import Any
+
+from common.errors import ConfigError
+from common.rhythm_blocks import CalendarBlock, block_key
+from rhythm.settings import Settings, local_today, user_zone
+from storage import open_db, plans
+from storage.db import Database
+
+MAX_DAYS = 14
+SUFFIX = " (Rhythm)"
+SLEEP_TITLES = {"bedtime": "Bedtime", "sleep_in": "Sleep in", "nap": "Nap", "early_night": "Early night"}
+
+
+def plan_days(settings: Settings, day: date | None, days: int, now: datetime | None = None) -> list[date]:
+    """``days`` local days from ``day`` (default: today in the person's zone)."""
+    if not 1 <= int(days) <= MAX_DAYS:
+        raise ConfigError(f"--days: expected 1 to {MAX_DAYS}, got {days}")
+    first = day or local_today(settings, now)
+    return [first + timedelta(days=i) for i in range(int(days))]
+
+
+def read_plans(db: Database, days: Iterable[date]) -> dict[date, list[dict[str, Any]]]:
+    """The latest stored plan of each day (its blocks; [] when none)."""
+    return {d: plans.latest_plan(db, d) for d in days}
+
+
+def unplanned(settings: Settings, days: Sequence[date]) -> list[date]:
+    """The days with no stored plan."""
+    if not settings.database.exists():
+        return list(days)
+    with open_db(settings.database, read_only=True) as db:
+        stored = read_plans(db, days)
+    return [d for d in days if not stored[d]]
+
+
+def ensure_plans(settings: Settings, days: Sequence[date], now: datetime | None = None) -> list[date]:
+    """Plan each day that has no stored plan (``rhythm.jobs.recommend``, one recorded unit of
+    work per day); returns the days planned now."""
+    from rhythm import jobs
+
+    missing = unplanned(settings, days)
+    for d in missing:
+        jobs.recommend(settings, d, now)
+    return missing
+
+
+# -- what an event says ---------------------------------------------------------------------------
+def title(action: str, kind: str | None) -> str:
+    """"Deep work (Rhythm)", "Bedtime (Rhythm)": the action (or the kind of sleep), marked."""
+    from agent.day.plan import PHRASES
+
+    if action == "SLEEP" or kind in SLEEP_TITLES:
+        return SLEEP_TITLES.get(kind or "", "Sleep") + SUFFIX
+    return PHRASES.get(action, action.replace("_", " ").capitalize()) + SUFFIX
+
+
+def _json(value: Any, empty: Any) -> Any:
+    if value is None:
+        return empty
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return empty
+    return value
+
+
+def description(row: Mapping[str, Any]) -> str:
+    """The rationale, the facts behind it, the expected effect, and how to answer."""
+    parts = [str(row.get("rationale") or "").strip()]
+    evidence = [str(e) for e in _json(row.get("evidence"), []) if str(e).strip()]
+    if evidence:
+        parts.append("Why:\n" + "\n".join(f"- {e}" for e in evidence))
+    effect = _json(row.get("expected_effect"), {})
+    if isinstance(effect, dict) and effect:
+        ordered = sorted(effect.items(), key=lambda kv: (-abs(float(kv[1])), kv[0]))
+        parts.append("Expected effect: " + ", ".join(f"{m} {float(v):+.2f}" for m, v in ordered))
+    rid = row.get("id")
+    parts.append(f"Suggested by Rhythm (recommendation #{rid}); answer with `rhythm feedback {rid} accept` "
+                 "or `ignore`. Rhythm rewrites or removes this block when the plan changes.")
+    return "\n\n".join(p for p in parts if p)
+
+
+def calendar_blocks(rows: Sequence[Mapping[str, Any]], tz: tzinfo, busy: bool = False) -> list[CalendarBlock]:
+    """One calendar block per stored recommendation that has times (a plan stored before
+    recommendations had times has none to write)."""
+    out = []
+    for r in rows:
+        if r.get("start_ts") is None or r.get("end_ts") is None:
+            continue
+        day = r["local_day"]
+        out.append(CalendarBlock(
+            key=block_key(day, r["slot"]), day=day, slot=r["slot"],
+            start=r["start_ts"].astimezone(tz), end=r["end_ts"].astimezone(tz),
+            summary=title(r["action"], r.get("kind")), description=description(r),
+            planned_at=r["created_at"], busy=busy, action=r["action"], kind=r.get("kind"),
+            recommendation_id=int(r["id"]),
+        ))
+    return out
+
+
+def planned_at(stored: Mapping[date, Sequence[Mapping[str, Any]]]) -> dict[date, datetime]:
+    """When each day's stored plan was made."""
+    return {d: max(r["created_at"] for r in rows) for d, rows in stored.items() if rows}
+
+
+# -- the .ics file ------------------------------------------------------------------------------------
+def export_ics(
+    settings: Settings,
+    path: str | Path,
+    day: date | None = None,
+    days: int = 1,
+    *,
+    busy: bool = False,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Write the latest plan of each day as an .ics file (planning a day first where none
+    is stored). The file is replaced whole (written next to it, then renamed)."""
+    from connectors.calendar.ics_write import to_ics
+
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise ConfigError(f"{target}: is a folder; give a file name such as {target / 'rhythm-plan.ics'}")
+    if not target.parent.is_dir():
+        raise ConfigError(f"{target.parent}: no such folder")
+    wanted = plan_days(settings, day, days, now)
+    planned_now = ensure_plans(settings, wanted, now)
+    tz = user_zone(settings)
+    with open_db(settings.database, read_only=True) as db:
+        stored = read_plans(db, wanted)
+    blocks = [b for d in wanted for b in calendar_blocks(stored[d], tz, busy)]
+    data = to_ics(blocks, tz)
+    _write_atomic(target, data)
+    return {
+        "path": str(target),
+        "days": [d.isoformat() for d in wanted],
+        "planned": [d.isoformat() for d in planned_now],
+        "busy": busy,
+        "events": [
+            {"uid": b.uid, "key": b.key, "start": b.start.isoformat(timespec="minutes"),
+             "end": b.end.isoformat(timespec="minutes"), "summary": b.summary, "recommendation": b.recommendation_id}
+            for b in sorted(blocks, key=lambda b: (b.start, b.key))
+        ],
+    }
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
