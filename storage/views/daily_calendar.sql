@@ -1,4 +1,5 @@
--- One row per local_day: calendar load (confirmed, timed, not declined events).
+-- One row per local_day: calendar load (confirmed, timed, not declined events; Rhythm's own
+-- blocks written back into a calendar are plans, not load: common/rhythm_blocks.py).
 SELECT
     local_day,
     count(*) FILTER (WHERE NOT all_day) AS timed_events,
@@ -7,4 +8,5 @@ SELECT
     sum(coalesce(attendees_count, 0)) FILTER (WHERE NOT all_day) AS attendees
 FROM events
 WHERE status <> 'cancelled' AND coalesce(self_response, '') <> 'declined'
+  AND NOT (split_part(event_id, '/', 1) LIKE '%@rhythm.local' OR event_id LIKE 'rhmblock%')
 GROUP BY local_day

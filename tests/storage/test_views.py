@@ -70,3 +70,16 @@ def test_daily_summary_joins_every_source(db):
     r = one(db, "SELECT * FROM daily_summary")
     assert r["local_day"] == DAY
     assert (r["sleep_min"], r["steps"], r["events"], r["workouts"]) == (420, 1500, 2, 1)
+
+
+def test_daily_calendar_leaves_rhythms_own_blocks_out(tmp_path):
+    from common.rhythm_blocks import GOOGLE_ID_PREFIX, RHYTHM_UID_SUFFIX, is_rhythm_event_id
+
+    d = open_db(tmp_path / "b.duckdb")
+    ids = ["meeting-1", f"rhythm-2024-05-06-morning{RHYTHM_UID_SUFFIX}", f"{GOOGLE_ID_PREFIX}{'a' * 32}",
+           f"rhythm-2024-05-06-evening{RHYTHM_UID_SUFFIX}/20240506T180000Z"]
+    write_records(d, [Event("calendar", "c", eid, at(9 + i), at(10 + i), False, DAY, title=eid) for i, eid in enumerate(ids)])
+    r = one(d, "SELECT * FROM daily_calendar")
+    kept = [eid for eid in ids if not is_rhythm_event_id(eid)]  # the SQL and the Python predicate agree
+    assert r["timed_events"] == len(kept) == 1 and r["busy_min"] == 60
+    d.close()
