@@ -53,22 +53,19 @@ def out_of_range(rec: Any) -> str | None:
 
 
 def problem(rec: Any) -> str | None:
-    """Why `rec` must be left out (a reason above), or None if it may be stored."""
+    """Why `rec` must be left out (a reason above, checked in that order), or None."""
     if isinstance(rec, Sample):
         if _bad_number(rec.value):
             return NOT_FINITE
     elif isinstance(rec, SleepSession | Workout):
-        for name in rec.__slots__:
-            if _bad_number(getattr(rec, name)):
-                return NOT_FINITE
-        if isinstance(rec, SleepSession) and any(
-            (v := getattr(rec, n)) is not None and v < 0 for n in _SLEEP_MINUTES
-        ):
-            return NEGATIVE_SLEEP
+        if any(_bad_number(getattr(rec, name)) for name in rec.__slots__):
+            return NOT_FINITE
     elif not isinstance(rec, Event):
         return None
     if rec.end_ts < rec.start_ts:
         return END_BEFORE_START
+    if isinstance(rec, SleepSession) and any((v := getattr(rec, n)) is not None and v < 0 for n in _SLEEP_MINUTES):
+        return NEGATIVE_SLEEP
     return None
 
 
