@@ -65,7 +65,7 @@ MAX_OCCURRENCES = 10_000
 MAX_EXPANSION = 200_000
 # Series whose rules match no day at all (BYMONTH=2;BYMONTHDAY=30): finding that out costs
 # the probe ~0.2-0.8 s each (see _may_occur), so a file may hold only this many.
-MAX_NEVER = 10
+MAX_NEVER = 5
 
 # Properties whose errors make an event unusable.
 _CRITICAL = {None, "DTSTART", "DTEND", "DURATION", "RRULE", "RDATE", "EXDATE", "RECURRENCE-ID", "UID"}

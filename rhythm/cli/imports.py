@@ -28,6 +28,8 @@ def _run(ctx: typer.Context, source: str, path: Path, json_out: bool, label: str
     console.print(rows_table(["table", "read", "new", "duplicates skipped", "deleted"], rows, title=f"{label}: {path}"))
     span = f"{d['first_day']} .. {d['last_day']}" if d["first_day"] else "no dated rows"
     console.print(f"{d['records']} records, {d['duplicates_skipped']} duplicates skipped, days {span}")
+    if d.get("skipped"):  # rows a connector left out (NaN, end before start...), by reason
+        console.print("left out: " + ", ".join(f"{n} {reason}" for reason, n in d["skipped"].items()))
 
 
 def _size(path: Path) -> int | None:
