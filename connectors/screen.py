@@ -19,7 +19,7 @@ record on every sync, and a refusal would stop that source for good.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from typing import Any
 
@@ -91,12 +91,6 @@ def screen(records: Iterable[Any], source: str, *, label: str | None = None, ref
         yield rec
 
 
-def check_time(ts: datetime | date, label: str, what: str, position: str | None = None) -> None:
-    """Raise `SourceFormatError(label, ..., position)` if `ts` is outside the sane range."""
-    if not in_sane_range(ts):
-        raise SourceFormatError(label, out_of_range_detail(what, ts.isoformat()), position)
-
-
 def describe(exc: BaseException) -> str:
     """One line for an unexpected reading error (no traceback, no multi-line text)."""
     if isinstance(exc, RecursionError):
@@ -106,13 +100,3 @@ def describe(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     detail = text[0][:200] if text else ""
     return f"unreadable input ({type(exc).__name__}{': ' + detail if detail else ''})"
-
-
-def guard(make: Callable[[], Iterable[Any]], label: str, position: Callable[[], str | None] | None = None) -> Iterator[Any]:
-    """Run the generator `make()` and turn any of READ_ERRORS raised while it reads into one
-    `SourceFormatError(label, ..., position())`: a last resort behind the readers' own
-    checks, so that no input ends in a traceback."""
-    try:
-        yield from make()
-    except READ_ERRORS as exc:
-        raise SourceFormatError(label, describe(exc), position() if position else None) from None
