@@ -118,9 +118,21 @@ def _dates_slow(strings: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
     )
 
 
-def check_range(start_ts: pa.Array, end_ts: pa.Array, starts: pa.Array | Sequence[str], ends: pa.Array | Sequence[str]) -> None:
-    """ConversionError for the first row whose startDate or endDate lies outside the sane
-    range (common.timeutil): the same check whichever path read the dates."""
+_MAX_OFFSET_MIN = 18 * 60  # ISO 8601's widest UTC offset; real zones span -12:00 .. +14:00
+
+
+def check_range(
+    start_ts: pa.Array, end_ts: pa.Array, starts: pa.Array | Sequence[str], ends: pa.Array | Sequence[str],
+    offsets: pa.Array,
+) -> None:
+    """RangeError for the first row whose startDate or endDate lies outside the sane range
+    (common.timeutil), or whose startDate carries an impossible UTC offset (+9999): the same
+    check whichever path read the dates."""
+    off = pc.abs(pc.cast(offsets, pa.int64()))
+    bad_off = pc.fill_null(pc.greater(off, _MAX_OFFSET_MIN), False)
+    if pc.any(bad_off).as_py():
+        row = pc.index(bad_off, True).as_py()
+        raise RangeError(row, f"startDate {_arr(starts)[row].as_py()!r} has an impossible UTC offset")
     for ts, text, what in ((start_ts, starts, "startDate"), (end_ts, ends, "endDate")):
         us = pc.cast(ts, pa.int64())
         bad = pc.or_(pc.less(us, EARLIEST_US), pc.greater(us, LATEST_US))
@@ -236,7 +248,7 @@ def quantity_columns(
     else:
         start_ts, offset, day = _dates(_arr(starts))
         end_ts, _, _ = _dates(_arr(ends))
-    check_range(start_ts, end_ts, starts, ends)
+    check_range(start_ts, end_ts, starts, ends, offset)
     return {
         "source": pa.repeat("healthkit", n),
         "metric": metric,
@@ -271,7 +283,7 @@ def category_columns(
     else:
         start_ts, offset, day = _dates(starts)
         end_ts, _, _ = _dates(ends)
-    check_range(start_ts, end_ts, starts, ends)
+    check_range(start_ts, end_ts, starts, ends, offset)
     minutes = pc.divide(pc.cast(pc.subtract(pc.cast(end_ts, pa.int64()), pc.cast(start_ts, pa.int64())), pa.float64()), 60e6)
     t_codes, t_dict = _codes(types)
     v_codes, v_dict = _codes(values)

@@ -127,6 +127,7 @@ HEALTHKIT = [
     Case("hk-record-year-0001", "healthkit", hk(gen.hk_record("0001-01-01 00:00:00 +1400")), rf"quantity Record 1.*startDate '0001-01-01 00:00:00 \+1400' is {RANGE}"),
     Case("hk-record-year-9999", "healthkit", hk(gen.hk_record("9999-12-31 23:00:00 -1400")), rf"startDate '9999-12-31 23:00:00 -1400' is {RANGE}"),
     Case("hk-end-in-year-9999", "healthkit", hk(gen.hk_record(gen.hk_stamp(gen.TODAY), "9999-12-31 23:00:00 -1400")), rf"endDate .* is {RANGE}"),
+    Case("hk-impossible-utc-offset", "healthkit", hk(gen.hk_record("2024-01-01 00:00:00 +9999")), r"quantity Record 1: .*startDate '2024-01-01 00:00:00 \+9999' has an impossible UTC offset"),
     Case("hk-category-year-1850", "healthkit",
          hk(gen.hk_record(gen.hk_stamp(gen.TODAY), value="HKCategoryValueSleepAnalysisInBed", type_=gen.SLEEP) + gen.hk_record("1850-01-01 01:00:00 +0000", value="HKCategoryValueSleepAnalysisInBed", type_=gen.SLEEP)),
          rf"line 5, column \d+\): startDate '1850-01-01 01:00:00 \+0000' is {RANGE}"),
