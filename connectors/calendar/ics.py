@@ -57,6 +57,10 @@ DEFAULT_FUTURE_DAYS = 60
 # An .ics is parsed whole in memory (~10-20x its size as objects); a 15-year calendar with
 # ~20 k events is ~20 MB.
 MAX_ICS = 64 * MiB
+# icalendar parses a VEVENT in ~0.35-0.7 ms and holds ~5 KB for it: a file of minimal events
+# (60 bytes each) would otherwise take minutes and GBs well under MAX_ICS. A busy calendar
+# holds a few thousand events a year.
+MAX_VEVENTS = 50_000
 # Occurrences of one series inside the import window: a daily series over the default
 # 790-day window has 790; an hourly one would have ~19 k (no human calendar holds that).
 MAX_OCCURRENCES = 10_000
@@ -125,6 +129,11 @@ def read_ics(
     data: bytes, name: str, window_start: datetime, window_end: datetime, fetched_at: datetime
 ) -> Iterator[Any]:
     text = data.decode("utf-8", errors="replace")
+    events = text.count("BEGIN:VEVENT") + text.count("begin:vevent")
+    if events > MAX_VEVENTS:
+        raise SourceFormatError(
+            name, f"{events:,} events in one file; refused (at most {MAX_VEVENTS:,}: split the calendar)"
+        )
     _check_timezones(text, name)
     cal = _parse(data, text, name)
     cal_name = _text(cal.get("X-WR-CALNAME"))
@@ -180,9 +189,16 @@ def read_ics(
     for c in vevents:
         groups.setdefault(_uid(c), []).append(c)
     seen: set[str] = set()
-    one_offs = [c for c in vevents if _uid(c) not in series_uids]
-    for occ in _expand(_subcalendar(cal, one_offs), name, None, None):
-        ev = _event(occ, calendar_id, cal_tz, name, series_uids)
+    # A one-off is its own only occurrence: read directly (the expander's whole-calendar walk
+    # costs time quadratic in the number of events). Of VEVENTs sharing a UID, the one with
+    # the highest SEQUENCE wins (the first of equals), as the expander decides.
+    one_offs: dict[str, Any] = {}
+    for c in vevents:
+        uid = _uid(c)
+        if uid not in series_uids and (uid not in one_offs or _sequence(c) > _sequence(one_offs[uid])):
+            one_offs[uid] = c
+    for comp in one_offs.values():
+        ev = _event(comp, calendar_id, cal_tz, name, series_uids)
         if ev is not None and ev.event_id not in seen:
             seen.add(ev.event_id)
             yield ev
@@ -212,10 +228,16 @@ def read_ics(
                 yield ev
 
 
-def _expand(cal: icalendar.Calendar, name: str, start: datetime | None, end: datetime | None) -> list[Any]:
+def _sequence(comp: Any) -> int:
     try:
-        query = recurring_ical_events.of(cal)
-        return list(query.all()) if start is None or end is None else list(query.between(start, end))
+        return int(comp.get("SEQUENCE", 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _expand(cal: icalendar.Calendar, name: str, start: datetime, end: datetime) -> list[Any]:
+    try:
+        return list(recurring_ical_events.of(cal).between(start, end))
     except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:
         raise SourceFormatError(name, f"cannot expand recurring events: {type(exc).__name__}: {exc}") from None
 

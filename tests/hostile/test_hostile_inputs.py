@@ -353,6 +353,8 @@ CALENDAR = [
     Case("ics-binary-garbage", "ics", write("calendar.ics", garbage(2000, 4)), r"not an iCalendar file"),
     Case("ics-empty", "ics", write("calendar.ics", b""), r"not an iCalendar file"),
     Case("ics-larger-than-64-mib", "ics", ics_too_large, r"an \.ics file is larger than 64 MiB; refused"),
+    Case("ics-sixty-thousand-minimal-events", "ics", ics(*(f"BEGIN:VEVENT\r\nUID:m{i}\r\nDTSTART:20260101T090000Z\r\nEND:VEVENT\r\n" for i in range(60_000))),
+         r"60,000 events in one file; refused \(at most 50,000: split the calendar\)"),
     Case("ics-folder-without-ics", "ics", lambda d: d, r"no \.ics files in this folder"),
     Case("ics-symlink-leading-out", "ics", lambda d: _linked_out(d, "cal.ics", gen.good_ics), r"no \.ics files in this folder"),
 ]
