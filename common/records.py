@@ -194,6 +194,16 @@ class Deletion:
     where: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A connector left `count` rows out for `reason` (a NaN value, an end before its start,
+    negative sleep minutes...): counted in the import summary, never stored as a row."""
+
+    source: str
+    reason: str
+    count: int = 1
+
+
 RECORD_TYPES = (RawRecord, Sample, SleepSession, Workout, Event)
 
 

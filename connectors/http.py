@@ -2,8 +2,10 @@
 
 - 429: wait what `Retry-After` says (seconds or an HTTP date), capped at `max_retry_after`;
   without the header, exponential backoff. `X-RateLimit-Reset` (WHOOP) counts as well.
-- 5xx and connection errors: exponential backoff with full jitter, at most `max_retries`
-  retries; then `ApiError` (or `RateLimited` for a 429 storm) with a one-line message.
+- 5xx and connection errors (a body cut mid-response included): exponential backoff with
+  full jitter, at most `max_retries` retries; then `ApiError` (or `RateLimited` for a 429
+  storm) with a one-line message that says which ("could not connect", "timed out",
+  "connection dropped mid-response").
 - 401: the token provider refreshes once, then the request is repeated; a second 401 is an
   `AuthError`.
 - An empty body (204, or 200 with no bytes) is `None`: "no data", not an error.
@@ -15,6 +17,7 @@ the status only. `sleep` is injectable so tests run instantly.
 from __future__ import annotations
 
 import email.utils
+import http.client
 import json
 import random
 import time
@@ -87,6 +90,20 @@ def _rate_limit_wait(resp: httpx.Response) -> float | None:
     return wait
 
 
+def transport_problem(exc: httpx.TransportError) -> str:
+    """What went wrong on the wire, in words: a body cut short after the headers came (the
+    server or a proxy closed the connection mid-response) is told apart from a connection
+    that never gave an answer."""
+    text = str(exc)
+    if isinstance(exc, httpx.RemoteProtocolError) and (
+        "complete message body" in text or "incomplete chunked read" in text.lower()
+    ):
+        return "connection dropped mid-response"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"timed out ({type(exc).__name__})"
+    return f"could not connect ({type(exc).__name__})"
+
+
 def _where(method: str, url: httpx.URL | str) -> str:
     u = httpx.URL(str(url))
     return f"{method} {u.path}"
@@ -134,6 +151,8 @@ def _describe(exc: BaseException) -> str:
     status = getattr(getattr(exc, "resp", None), "status", None)
     if status is not None:
         return f"HTTP {status}"
+    if isinstance(exc, http.client.IncompleteRead):
+        return "connection dropped mid-response"
     return type(exc).__name__
 
 
@@ -215,7 +234,7 @@ class ApiClient:
                 attempt += 1
                 if attempt > self.policy.max_retries:
                     raise ApiError(
-                        f"{self.name}: {where} could not connect ({type(exc).__name__}) after "
+                        f"{self.name}: {where} {transport_problem(exc)} after "
                         f"{self.policy.max_retries} retries"
                     ) from None
                 self.policy.sleep(self.policy.backoff(attempt))

@@ -71,9 +71,10 @@ class FileTokenStore:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         with contextlib.suppress(OSError):
             os.chmod(self.directory, 0o700)
+        # mkstemp creates the file with O_EXCL and mode 0600: private from its first byte
+        # (never chmod-ed after), whatever the process umask
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.directory)
         try:
-            os.fchmod(fd, 0o600)
             with os.fdopen(fd, "w") as fh:
                 json.dump(dict(token), fh)
                 fh.flush()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import ConfigError, RhythmError, SourceFormatError
+from common.records import Skipped
 from connectors import registry
 from connectors.checkpoint import Checkpoint
 from connectors.http import RetryPolicy
@@ -193,7 +194,8 @@ def _sync_one(
                     moved[rec.stream] = cursor
                     continue
                 writer.add(rec)
-                written += 1
+                if not isinstance(rec, Skipped):  # a count of rows left out, not a record
+                    written += 1
                 if progress is not None and written % 100 == 0:
                     progress(name, written)
             writer.flush()

@@ -20,14 +20,14 @@ from common.rows import (
     StoredInputs,
     WorkoutRow,
 )
-from common.timeutil import SLOT_BOUNDS
+from common.timeutil import EARLIEST_DAY, LATEST_DAY, SLOT_BOUNDS
 from storage.db import Database
 
-# Days mapping will consider: a row dated outside them (year 1 or 9999, slipped in before
-# the importers refused such dates) is left alone rather than stretching the range to
-# millions of days (`rhythm db prune` removes it).
-FIRST_DAY = date(1900, 1, 1)
-LAST_DAY = date(2100, 12, 31)
+# Days mapping will consider: the importers' accepted range (common.timeutil); a row dated
+# outside it (year 1 or 9999, slipped in before the importers refused such dates) is left
+# alone rather than stretching the range to millions of days (`rhythm db prune` removes it).
+FIRST_DAY = EARLIEST_DAY
+LAST_DAY = LATEST_DAY
 
 
 def data_span(db: Database) -> tuple[date, date] | None:

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute in _days)
 
 from common.errors import StorageError
-from common.records import Deletion, RawRecord, RecordBatch, field_names
+from common.records import Deletion, RawRecord, RecordBatch, Skipped, field_names
 from storage.db import BULK_KEYS, Database, UpsertResult, raw_table_name
 
 
@@ -40,6 +40,7 @@ class WriteSummary:
     tables: dict[str, TableCounts] = field(default_factory=dict)
     first_day: date | None = None
     last_day: date | None = None
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> rows a connector left out
 
     @property
     def records(self) -> int:
@@ -56,6 +57,7 @@ class WriteSummary:
             "first_day": self.first_day.isoformat() if self.first_day else None,
             "last_day": self.last_day.isoformat() if self.last_day else None,
             "tables": {t: vars(c) for t, c in sorted(self.tables.items())},
+            "skipped": dict(sorted(self.skipped.items())),
         }
 
     def _days(self, days: Iterable[date | None]) -> None:
@@ -105,6 +107,9 @@ class RecordWriter:
     def add(self, record: Any) -> None:
         if isinstance(record, RecordBatch):
             self._write_columns(record.record_type, record.columns)
+            return
+        if isinstance(record, Skipped):
+            self.summary.skipped[record.reason] = self.summary.skipped.get(record.reason, 0) + record.count
             return
         if isinstance(record, Deletion):
             self.flush()

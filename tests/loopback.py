@@ -7,7 +7,9 @@
 
 A route's answer is a `Reply`, a list of them (served in order; the last one repeats), or a
 callable `handler(req) -> Reply`. `Reply.drop()` closes the connection without an answer
-(a server that dies). Every request is recorded in `srv.requests`. The `loopback` fixture
+(a server that dies); `Reply.cut(reply, after)` sends the status line, the headers (with the
+full Content-Length) and the first `after` bytes of the body, then closes the connection (a
+body cut mid-response). Every request is recorded in `srv.requests`. The `loopback` fixture
 (import `loopback_fixture`) starts one and stops it after the test.
 """
 
@@ -53,6 +55,11 @@ class Reply:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     drop_connection: bool = False
+    cut_after: int | None = None  # send only this many body bytes, then close
+
+    @classmethod
+    def cut(cls, reply: Reply, after: int) -> Reply:
+        return cls(reply.status, reply.body, dict(reply.headers), cut_after=after)
 
     @classmethod
     def json(cls, obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
@@ -125,6 +132,15 @@ class Loopback:
                     self.send_header(k, v)
                 self.send_header("Content-Length", str(len(reply.body)))
                 self.end_headers()
+                if reply.cut_after is not None:
+                    self.wfile.write(reply.body[: reply.cut_after])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(2)
+                    except OSError:
+                        pass
+                    return
                 if reply.body:
                     self.wfile.write(reply.body)
 

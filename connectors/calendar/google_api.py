@@ -23,6 +23,7 @@ wipe can drop them with the rows. The .ics connector uses source "calendar"; API
 
 from __future__ import annotations
 
+import http.client
 import json
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, date, datetime, time, timedelta
@@ -30,14 +31,17 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from common.errors import ApiError, AuthError
-from common.records import Deletion, Event, RawRecord
+from common.records import Deletion, Event, RawRecord, Skipped
+from common.timeutil import in_sane_range
 from connectors.checkpoint import Checkpoint
 from connectors.http import RetryPolicy, parse_retry_after, with_retries
+from connectors.screen import OUT_OF_RANGE, READ_ERRORS, screen
 
 SOURCE = "google"
 RAW_SOURCE = "calendar"
 SCOPES = ("https://www.googleapis.com/auth/calendar.readonly",)
 PAGE_SIZE = 250
+UNREADABLE = "unreadable record"
 
 
 class SyncTokenExpired(Exception):
@@ -145,6 +149,8 @@ def _classify(exc: BaseException) -> tuple[str, float | None] | None:
             return ("server", None)
         return None
     if isinstance(exc, ConnectionError | TimeoutError | OSError):
+        return ("server", None)
+    if isinstance(exc, http.client.HTTPException):  # IncompleteRead: a body cut mid-response
         return ("server", None)
     try:
         import httplib2
@@ -275,12 +281,14 @@ def map_event(
     cal_tz = _zone(cal_tz_name)
     start = _when(ev.get("start"), cal_tz)
     end = _when(ev.get("end"), cal_tz)
-    if start is None:
+    if start is None:  # no start, or one that is not a date: nothing to place in time
+        yield Skipped(SOURCE, UNREADABLE)
         return
     start_ts, all_day, zone_name = start
-    end_ts = end[0] if end is not None else start_ts
-    if end_ts < start_ts:
-        end_ts = start_ts
+    end_ts = end[0] if end is not None else start_ts  # end < start: screened and counted
+    if not (in_sane_range(start_ts) and in_sane_range(end_ts)):
+        yield Skipped(SOURCE, OUT_OF_RANGE)
+        return
     event_zone = _zone(zone_name) or cal_tz
     if all_day:
         local_day = date.fromisoformat(str(ev["start"]["date"]))
@@ -364,9 +372,20 @@ def _pages(
         tz_name = page.get("timeZone") or tz_name
         for ev in page.get("items") or []:
             if isinstance(ev, dict):
-                yield from map_event(ev, cid, tz_name, fetched_at)
+                yield from _mapped(ev, cid, tz_name, fetched_at)
         next_sync = page.get("nextSyncToken") or next_sync
     yield Checkpoint(SOURCE, cid, next_sync)
+
+
+def _mapped(ev: Mapping[str, Any], cid: str, tz_name: str | None, fetched_at: datetime) -> Iterator[Any]:
+    """One event's rows; an event that cannot be mapped (a field of the wrong type, a date
+    past year 9999) is left out and counted: Google would send it again on every sync."""
+    try:
+        out = list(map_event(ev, cid, tz_name, fetched_at))
+    except READ_ERRORS:
+        yield Skipped(SOURCE, UNREADABLE)
+        return
+    yield from out
 
 
 def fetch(
@@ -376,16 +395,21 @@ def fetch(
     window_start: datetime,
     now: datetime | None = None,
 ) -> Iterator[Any]:
-    """Every selected calendar; `since` maps calendar id -> stored syncToken."""
+    """Every selected calendar; `since` maps calendar id -> stored syncToken. Events dated
+    outside the sane range, or ending before they start, are left out and counted."""
     fetched_at = now or datetime.now(UTC)
-    for cal in selected(client.calendars()):
-        yield from fetch_calendar(
-            cal,
-            since.get(str(cal["id"])),
-            client,
-            window_start=window_start,
-            fetched_at=fetched_at,
-        )
+
+    def records() -> Iterator[Any]:
+        for cal in selected(client.calendars()):
+            yield from fetch_calendar(
+                cal,
+                since.get(str(cal["id"])),
+                client,
+                window_start=window_start,
+                fetched_at=fetched_at,
+            )
+
+    yield from screen(records(), SOURCE, refuse=False)
 
 
 def window_start_for(now: datetime, past_days: int) -> datetime:

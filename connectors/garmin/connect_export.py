@@ -30,6 +30,8 @@ from typing import Any
 
 from common.errors import SourceFormatError
 from common.records import RawRecord, Sample, SleepSession
+from common.timeutil import in_sane_range, out_of_range_detail
+from connectors.screen import READ_ERRORS, describe
 
 SOURCE = "garmin"
 SOURCE_NAME = "garmin_connect"  # the same as the live sync, so both paths dedupe to one row
@@ -57,6 +59,13 @@ def kind_of(name: str) -> str | None:
     return None
 
 
+class _Bad(ValueError):
+    """A field of one JSON object that cannot be read (named in the error)."""
+
+    def __init__(self, field: str, detail: str):
+        super().__init__(f"{field}: {detail}")
+
+
 def read_json(data: bytes, name: str, kind: str, fetched_at: datetime) -> Iterator[Any]:
     try:
         doc = json.loads(data)
@@ -66,26 +75,59 @@ def read_json(data: bytes, name: str, kind: str, fetched_at: datetime) -> Iterat
         raise SourceFormatError(
             name, f"invalid JSON: {exc.msg}", f"line {exc.lineno} column {exc.colno}"
         ) from None
+    except RecursionError:
+        raise SourceFormatError(name, "JSON nested too deeply to read") from None
     rows = doc if isinstance(doc, list) else [doc]
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
             raise SourceFormatError(name, f"expected a JSON object, got {type(row).__name__}", f"item {i}")
-        day = _date(row.get("calendarDate"))
-        if day is None:
-            raise SourceFormatError(name, "object without a valid calendarDate", f"item {i}")
-        yield RawRecord(
-            source=SOURCE,
-            kind=kind,
-            natural_key=_raw_key(kind, row, day),
-            payload=json.dumps(row, separators=(",", ":"), ensure_ascii=False),
-            fetched_at=fetched_at,
-        )
-        if kind == "sleep_data":
-            yield from _sleep(row, day)
-        elif kind == "health_status":
-            yield from _health_status(row, day)
-        elif kind == "uds":
-            yield from _uds(row, day)
+        try:
+            yield from _row(row, kind, fetched_at)
+        except _Bad as exc:
+            raise SourceFormatError(name, str(exc), f"item {i}") from None
+        except READ_ERRORS as exc:  # a field of an unexpected type or shape: one line
+            raise SourceFormatError(name, describe(exc), f"item {i}") from exc
+
+
+def _row(row: dict[str, Any], kind: str, fetched_at: datetime) -> Iterator[Any]:
+    day = _date(row.get("calendarDate"))
+    if day is None:
+        raise _Bad("calendarDate", "missing or not a date")
+    if not in_sane_range(day):
+        raise _Bad("calendarDate", out_of_range_detail("day", day.isoformat()))
+    yield RawRecord(
+        source=SOURCE,
+        kind=kind,
+        natural_key=_raw_key(kind, row, day),
+        payload=json.dumps(row, separators=(",", ":"), ensure_ascii=False),
+        fetched_at=fetched_at,
+    )
+    if kind == "sleep_data":
+        yield from _sleep(row, day)
+    elif kind == "health_status":
+        yield from _health_status(row, day)
+    elif kind == "uds":
+        yield from _uds(row, day)
+
+
+def _list(row: dict[str, Any], key: str) -> list[Any]:
+    """`row[key]` as a list ([] when absent or null); any other type is an error."""
+    v = row.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise _Bad(key, f"expected a list, got {type(v).__name__}")
+    return v
+
+
+def _dict(row: dict[str, Any], key: str) -> dict[str, Any]:
+    """`row[key]` as an object ({} when absent or null); any other type is an error."""
+    v = row.get(key)
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise _Bad(key, f"expected an object, got {type(v).__name__}")
+    return v
 
 
 def _raw_key(kind: str, row: dict[str, Any], day: date) -> str:
@@ -104,19 +146,30 @@ def _date(v: Any) -> date | None:
         return None
 
 
-def _gmt(v: Any) -> datetime | None:
-    """'2024-03-01T22:41:00.0' (GMT, no zone) or epoch milliseconds -> aware UTC."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _gmt(v: Any, field: str = "timestamp") -> datetime | None:
+    """'2024-03-01T22:41:00.0' (GMT, no zone) or epoch milliseconds -> aware UTC; an instant
+    outside the sane range (common.timeutil) is an error naming `field`."""
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, int | float):
-        return datetime.fromtimestamp(v / 1000.0, tz=UTC)
-    if isinstance(v, str):
+        try:
+            dt = _EPOCH + timedelta(milliseconds=v)
+        except (OverflowError, ValueError):  # far past year 9999, NaN, infinite
+            raise _Bad(field, out_of_range_detail("epoch milliseconds", repr(v))) from None
+    elif isinstance(v, str):
         try:
             dt = datetime.fromisoformat(v.strip().replace("Z", "+00:00"))
         except ValueError:
             return None
-        return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
-    return None
+        dt = dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+    else:
+        return None
+    if not in_sane_range(dt):
+        raise _Bad(field, out_of_range_detail("time", repr(v)))
+    return dt
 
 
 def _naive(v: Any) -> datetime | None:
@@ -140,8 +193,8 @@ def _min(seconds: Any) -> float | None:
 
 
 def _day_span(row: dict[str, Any], day: date) -> tuple[datetime, datetime, int | None]:
-    start = _gmt(row.get("wellnessStartTimeGmt"))
-    end = _gmt(row.get("wellnessEndTimeGmt"))
+    start = _gmt(row.get("wellnessStartTimeGmt"), "wellnessStartTimeGmt")
+    end = _gmt(row.get("wellnessEndTimeGmt"), "wellnessEndTimeGmt")
     if start is not None and end is not None and end >= start:
         local = _naive(row.get("wellnessStartTimeLocal"))
         offset = None
@@ -173,14 +226,14 @@ def _sample(
 
 # -- the three file kinds -------------------------------------------------------------------
 def _sleep(row: dict[str, Any], day: date) -> Iterator[Any]:
-    start = _gmt(row.get("sleepStartTimestampGMT"))
-    end = _gmt(row.get("sleepEndTimestampGMT"))
-    if start is not None and end is not None and end > start:
+    start = _gmt(row.get("sleepStartTimestampGMT"), "sleepStartTimestampGMT")
+    end = _gmt(row.get("sleepEndTimestampGMT"), "sleepEndTimestampGMT")
+    if start is not None and end is not None and end != start:  # end < start: screened and counted
         stages = [_min(row.get(k)) for k in ("deepSleepSeconds", "lightSleepSeconds", "remSleepSeconds")]
         known = [s for s in stages if s is not None]
-        scores = row.get("sleepScores") or {}
-        score = _num(scores.get("overallScore")) if isinstance(scores, dict) else None
-        if score is None and isinstance(scores, dict) and isinstance(scores.get("overall"), dict):
+        scores = _dict(row, "sleepScores")
+        score = _num(scores.get("overallScore"))
+        if score is None and isinstance(scores.get("overall"), dict):
             score = _num(scores["overall"].get("value"))
         yield SleepSession(
             source=SOURCE,
@@ -203,16 +256,15 @@ def _sleep(row: dict[str, Any], day: date) -> Iterator[Any]:
             tz_offset_min=None,
             source_name=SOURCE_NAME,
         )
-        spo2 = row.get("spo2SleepSummary") or {}
-        avg_spo2 = _num(spo2.get("averageSPO2")) if isinstance(spo2, dict) else None
+        avg_spo2 = _num(_dict(row, "spo2SleepSummary").get("averageSPO2"))
         if avg_spo2 is not None and avg_spo2 > 0:
             yield _sample("spo2", "pct", avg_spo2, start, end, day, None, detail="sleep average")
-    for nap in row.get("napList") or []:
+    for nap in _list(row, "napList"):
         if not isinstance(nap, dict):
             continue
-        ns = _gmt(nap.get("napStartTimestampGMT"))
-        ne = _gmt(nap.get("napEndTimestampGMT"))
-        if ns is None or ne is None or ne <= ns:
+        ns = _gmt(nap.get("napStartTimestampGMT"), "napList.napStartTimestampGMT")
+        ne = _gmt(nap.get("napEndTimestampGMT"), "napList.napEndTimestampGMT")
+        if ns is None or ne is None or ne == ns:  # ne < ns: screened and counted
             continue
         nap_min = _min(nap.get("napTimeSec"))
         yield SleepSession(
@@ -220,7 +272,7 @@ def _sleep(row: dict[str, Any], day: date) -> Iterator[Any]:
             session_id=f"nap:{ns.isoformat()}",
             start_ts=ns,
             end_ts=ne,
-            local_day=_date(nap.get("calendarDate")) or day,
+            local_day=_nap_day(nap, day),
             sleep_min=nap_min if nap_min is not None else (ne - ns).total_seconds() / 60.0,
             in_bed_min=(ne - ns).total_seconds() / 60.0,
             is_nap=True,
@@ -228,9 +280,16 @@ def _sleep(row: dict[str, Any], day: date) -> Iterator[Any]:
         )
 
 
+def _nap_day(nap: dict[str, Any], day: date) -> date:
+    d = _date(nap.get("calendarDate")) or day
+    if not in_sane_range(d):
+        raise _Bad("napList.calendarDate", out_of_range_detail("day", d.isoformat()))
+    return d
+
+
 def _health_status(row: dict[str, Any], day: date) -> Iterator[Sample]:
     base = datetime(day.year, day.month, day.day, tzinfo=UTC)
-    for m in row.get("metrics") or []:
+    for m in _list(row, "metrics"):
         if not isinstance(m, dict):
             continue
         target = HEALTH_STATUS_METRICS.get(str(m.get("type")))
@@ -273,16 +332,14 @@ def _uds(row: dict[str, Any], day: date) -> Iterator[Sample]:
                 detail=json.dumps({"moderate": moderate, "vigorous": vigorous}),
             )
         )
-    stress = row.get("allDayStress") or {}
-    for agg in stress.get("aggregatorList") or [] if isinstance(stress, dict) else []:
+    for agg in _list(_dict(row, "allDayStress"), "aggregatorList"):
         if isinstance(agg, dict) and agg.get("type") == "TOTAL":
             level = _num(agg.get("averageStressLevel"))
             if level is not None and level >= 0:  # -1/-2: not enough data
                 out.append(s("stress", "score", level, detail="allDayStress TOTAL average"))
-    bb = row.get("bodyBattery") or {}
     stats = {
         st.get("bodyBatteryStatType"): _num(st.get("statsValue"))
-        for st in (bb.get("bodyBatteryStatList") or [] if isinstance(bb, dict) else [])
+        for st in _list(_dict(row, "bodyBattery"), "bodyBatteryStatList")
         if isinstance(st, dict)
     }
     if stats.get("HIGHEST") is not None:

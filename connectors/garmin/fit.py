@@ -43,6 +43,7 @@ import fitdecode
 
 from common.errors import SourceFormatError
 from common.records import RawRecord, Sample, SleepSession, Workout
+from common.timeutil import in_sane_range, out_of_range_detail
 
 SOURCE = "garmin"
 FIT_EPOCH = datetime(1989, 12, 31, tzinfo=UTC)
@@ -61,6 +62,13 @@ SERIES_KINDS = frozenset(
         "spo2_data",
     }
 )
+
+# Data messages decoded per file at most: a 100-hour activity recorded every second with
+# beat-to-beat HRV is ~440 k (86 k records and ~20 k hrv messages a day); decoded, a message
+# costs ~0.5-1 KB and ~35-70 us, so a hostile file stops at ~0.5 GB and ~30 s.
+MAX_MESSAGES = 500_000
+# Fields whose raw (unscaled) value is kept besides the decoded one.
+_RAW_KEYS = frozenset({"timestamp_16", "steps", "cycles"})
 
 # FIT activity_type values whose `cycles` field counts steps (FIT profile subfield `steps`).
 _STEP_ACTIVITIES = {"walking", "running", 1, 6}
@@ -133,7 +141,7 @@ class _Msg:
     name: str
     num: int
     fields: dict[str, Any]
-    raw: dict[str, Any]  # raw (unscaled) values, for timestamp_16 and cycles
+    raw: dict[str, Any]  # raw (unscaled) values of _RAW_KEYS, for timestamp_16 and steps
 
 
 def _decode(data: bytes, name: str) -> list[_Msg]:
@@ -148,12 +156,24 @@ def _decode(data: bytes, name: str) -> list[_Msg]:
             for frame in reader:
                 if frame.frame_type != fitdecode.FIT_FRAME_DATA:
                     continue
+                if len(msgs) >= MAX_MESSAGES:
+                    raise SourceFormatError(
+                        name, f"more than {MAX_MESSAGES:,} data messages; refused (a damaged or hostile file?)",
+                        f"message {len(msgs)}",
+                    )
                 fields: dict[str, Any] = {}
                 raw: dict[str, Any] = {}
                 for fd in frame.fields:
                     key = fd.name if fd.name not in fields else f"{fd.name}#{fd.def_num}"
-                    fields[key] = fd.value
-                    raw[key] = fd.raw_value
+                    value = fd.value
+                    if isinstance(value, datetime) and not in_sane_range(value):
+                        raise SourceFormatError(
+                            name, f"{frame.name} field {key}: " + out_of_range_detail("time", value.isoformat()),
+                            f"message {len(msgs)}",
+                        )
+                    fields[key] = value
+                    if key in _RAW_KEYS:
+                        raw[key] = fd.raw_value
                 msgs.append(_Msg(len(msgs), frame.name, frame.global_mesg_num, fields, raw))
     except fitdecode.FitEOFError as exc:
         raise SourceFormatError(

@@ -21,6 +21,7 @@ reused; Garmin rate-limits logins hard (connectors.md A2).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -29,9 +30,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from common.errors import ApiError, AuthError, RateLimited, RhythmError
-from common.records import RawRecord, Sample, SleepSession
+from common.records import RawRecord, Sample, Skipped, SleepSession
 from connectors.checkpoint import Checkpoint
 from connectors.http import RetryPolicy, with_retries
+from connectors.screen import READ_ERRORS, screen
 
 SOURCE = "garmin"
 SOURCE_NAME = "garmin_connect"
@@ -59,9 +61,15 @@ def _num(v: Any) -> float | None:
     return float(v)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+UNREADABLE = "unreadable record"
+
+
 def _ms(v: Any) -> datetime | None:
+    """Epoch milliseconds -> aware UTC (OverflowError/ValueError past year 9999 or for NaN:
+    the day's body is then left out and counted, see `map_day`)."""
     n = _num(v)
-    return None if n is None else datetime.fromtimestamp(n / 1000.0, tz=UTC)
+    return None if n is None else _EPOCH + timedelta(milliseconds=n)
 
 
 def _gmt(v: Any) -> datetime | None:
@@ -240,11 +248,21 @@ MAPPERS: dict[str, Callable[[Mapping[str, Any], date], Iterator[Any]]] = {
 
 
 def map_day(kind: str, body: Any, day: date, fetched_at: datetime) -> Iterator[Any]:
-    """Raw payload plus normalised records; an empty body is "no data" (nothing at all)."""
+    """Raw payload plus normalised records; an empty body is "no data" (nothing at all).
+
+    A body that cannot be mapped (a field of an unexpected type, an epoch past year 9999)
+    keeps its raw row and is counted as skipped: the next sync would get it again, so it
+    must not stop the sync."""
     if _empty(body):
         return
-    yield _raw(kind, day, body, fetched_at)
-    yield from MAPPERS[kind](body, day)
+    try:
+        raw = _raw(kind, day, body, fetched_at)
+        records = list(MAPPERS[kind](body, day))
+    except READ_ERRORS:
+        yield Skipped(SOURCE, UNREADABLE)
+        return
+    yield raw
+    yield from records
 
 
 # -- fetching -----------------------------------------------------------------------------
@@ -267,12 +285,17 @@ def fetch(
 ) -> Iterator[Any]:
     """Each day in `since` (the days to fetch), each endpoint; then the `daily` Checkpoint."""
     fetched_at = now or datetime.now(UTC)
-    for day in since:
-        for kind in kinds:
-            path, params = ENDPOINTS[kind](day)
-            yield from map_day(kind, client.get_json(path, params), day, fetched_at)
-    if since:
-        yield Checkpoint(SOURCE, STREAM, max(since).isoformat())
+
+    def records() -> Iterator[Any]:
+        for day in since:
+            for kind in kinds:
+                path, params = ENDPOINTS[kind](day)
+                yield from map_day(kind, client.get_json(path, params), day, fetched_at)
+        if since:
+            yield Checkpoint(SOURCE, STREAM, max(since).isoformat())
+
+    # out-of-range times and impossible values: left out and counted (connectors/screen.py)
+    yield from screen(records(), SOURCE, refuse=False)
 
 
 # -- the garminconnect adapter (optional dependency) ---------------------------------------
@@ -284,19 +307,33 @@ def _garminconnect() -> Any:
     return garminconnect
 
 
-def _secure(token_dir: Path) -> None:
-    if token_dir.exists():
-        os.chmod(token_dir, 0o700)
-        for p in token_dir.iterdir():
-            if p.is_file():
-                os.chmod(p, 0o600)
+@contextlib.contextmanager
+def _private_files(token_dir: Path) -> Iterator[None]:
+    """While garminconnect may write its token files: the folder is 0700 and the process
+    umask 077, so every file it creates is 0600 from its first byte (nothing is chmod-ed
+    after it was written); files of an older version are made 0600 before they are
+    rewritten."""
+    token_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(token_dir, 0o700)
+    for p in token_dir.iterdir():
+        if p.is_file() and not p.is_symlink():
+            os.chmod(p, 0o600)
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
 
 
 class GarminConnectClient:
     """`get_json` on top of a logged-in `garminconnect.Garmin`, with bounded retries."""
 
-    def __init__(self, garmin: Any, *, policy: RetryPolicy | None = None, api_base: str | None = None):
+    def __init__(
+        self, garmin: Any, *, policy: RetryPolicy | None = None, api_base: str | None = None,
+        token_dir: Path | None = None,
+    ):
         self.garmin = garmin
+        self.token_dir = token_dir  # where a refreshed token may be written back
         self.policy = policy or RetryPolicy()
         inner = getattr(garmin, "client", None)
         if api_base and api_base.rstrip("/") != DEFAULT_API_BASE and inner is not None:
@@ -317,11 +354,13 @@ class GarminConnectClient:
             return None
 
         kwargs = {"params": dict(params)} if params else {}
+        private = _private_files(self.token_dir) if self.token_dir is not None else contextlib.nullcontext()
         try:
-            body = with_retries(
-                lambda: self.garmin.connectapi(path, **kwargs), name="garmin",
-                policy=self.policy, classify=classify,
-            )
+            with private:
+                body = with_retries(
+                    lambda: self.garmin.connectapi(path, **kwargs), name="garmin",
+                    policy=self.policy, classify=classify,
+                )
         except gc.GarminConnectAuthenticationError:
             raise AuthError("garmin: the stored login was refused; run `rhythm auth garmin`") from None
         except gc.GarminConnectTooManyRequestsError:
@@ -334,16 +373,15 @@ class GarminConnectClient:
 def login(token_dir: Path, email: str, password: str, prompt_mfa: Callable[[], str] | None = None) -> None:
     """One interactive login; the tokens it yields are stored for every later sync."""
     gc = _garminconnect()
-    token_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     garmin = gc.Garmin(email=email, password=password, prompt_mfa=prompt_mfa)
     try:
-        garmin.login(tokenstore=str(token_dir))
-        garmin.client.dump(str(token_dir))
+        with _private_files(token_dir):
+            garmin.login(tokenstore=str(token_dir))
+            garmin.client.dump(str(token_dir))
     except gc.GarminConnectTooManyRequestsError:
         raise RateLimited("garmin: Garmin is rate limiting logins; wait an hour and try again") from None
     except (gc.GarminConnectAuthenticationError, gc.GarminConnectConnectionError) as exc:
         raise AuthError(f"garmin: login failed ({type(exc).__name__})") from None
-    _secure(token_dir)
 
 
 def open_client(token_dir: Path, *, api_base: str | None = None, policy: RetryPolicy | None = None) -> GarminConnectClient:
@@ -353,10 +391,10 @@ def open_client(token_dir: Path, *, api_base: str | None = None, policy: RetryPo
         raise AuthError("garmin: not logged in yet; run `rhythm auth garmin`")
     garmin = gc.Garmin()
     try:
-        garmin.login(tokenstore=str(token_dir))
+        with _private_files(token_dir):
+            garmin.login(tokenstore=str(token_dir))
     except gc.GarminConnectTooManyRequestsError:
         raise RateLimited("garmin: rate limited by Garmin; try again later") from None
     except (gc.GarminConnectAuthenticationError, gc.GarminConnectConnectionError):
         raise AuthError("garmin: the stored login no longer works; run `rhythm auth garmin`") from None
-    _secure(token_dir)
-    return GarminConnectClient(garmin, policy=policy, api_base=api_base)
+    return GarminConnectClient(garmin, policy=policy, api_base=api_base, token_dir=token_dir)

@@ -44,6 +44,8 @@ static int buf_grow(Buf *b, Py_ssize_t need)
 
 static inline int buf_put(Buf *b, const void *s, Py_ssize_t n)
 {
+    if (n <= 0) /* nothing to copy: never memcpy(NULL, s, 0) into a buffer not allocated yet */
+        return 0;
     if (buf_grow(b, n))
         return -1;
     memcpy(b->p + b->n, s, (size_t)n);

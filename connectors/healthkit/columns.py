@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.timeutil import EARLIEST_US, LATEST_US, out_of_range_detail
 from connectors.healthkit.types import (
     MINDFUL_TYPE,
     SLEEP_STAGES,
@@ -25,6 +26,7 @@ from connectors.healthkit.types import (
     quantity_mapping,
     snake,
 )
+from connectors.screen import END_BEFORE_START, NOT_FINITE
 
 _TS = pa.timestamp("us", tz="UTC")
 # `<<HKDevice: 0x283a8a5d0>, name:...>`: the address differs per record; dropping it first
@@ -70,6 +72,10 @@ class ConversionError(ValueError):
         self.row = row
 
 
+class RangeError(ConversionError):
+    """A readable date outside the sane range (common.timeutil)."""
+
+
 def _dates(strings: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
     """(UTC instants, offset minutes, local day) of `YYYY-MM-DD HH:MM:SS +HHMM` strings."""
     local = pc.strptime(
@@ -110,6 +116,45 @@ def _dates_slow(strings: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
         pa.array(off, pa.int32()),
         pa.array(day, pa.date32()),
     )
+
+
+_MAX_OFFSET_MIN = 18 * 60  # ISO 8601's widest UTC offset; real zones span -12:00 .. +14:00
+
+
+def check_range(
+    start_ts: pa.Array, end_ts: pa.Array, starts: pa.Array | Sequence[str], ends: pa.Array | Sequence[str],
+    offsets: pa.Array,
+) -> None:
+    """RangeError for the first row whose startDate or endDate lies outside the sane range
+    (common.timeutil), or whose startDate carries an impossible UTC offset (+9999): the same
+    check whichever path read the dates."""
+    off = pc.abs(pc.cast(offsets, pa.int64()))
+    bad_off = pc.fill_null(pc.greater(off, _MAX_OFFSET_MIN), False)
+    if pc.any(bad_off).as_py():
+        row = pc.index(bad_off, True).as_py()
+        raise RangeError(row, f"startDate {_arr(starts)[row].as_py()!r} has an impossible UTC offset")
+    for ts, text, what in ((start_ts, starts, "startDate"), (end_ts, ends, "endDate")):
+        us = pc.cast(ts, pa.int64())
+        bad = pc.or_(pc.less(us, EARLIEST_US), pc.greater(us, LATEST_US))
+        if pc.any(bad).as_py():
+            row = pc.index(bad, True).as_py()
+            raise RangeError(row, out_of_range_detail(what, repr(_arr(text)[row].as_py())))
+
+
+def screen_rows(columns: dict[str, pa.Array]) -> tuple[dict[str, pa.Array], dict[str, int]]:
+    """Sample columns without the rows that cannot be stored (connectors/screen.py: a NaN
+    or infinite value, an end before its start), and how many of each were left out."""
+    value = columns["value"]
+    not_finite = pc.fill_null(pc.invert(pc.is_finite(value)), False)
+    backwards = pc.less(pc.cast(columns["end_ts"], pa.int64()), pc.cast(columns["start_ts"], pa.int64()))
+    counts = {
+        NOT_FINITE: pc.sum(pc.cast(not_finite, pa.int64())).as_py() or 0,
+        END_BEFORE_START: pc.sum(pc.cast(pc.and_(backwards, pc.invert(not_finite)), pa.int64())).as_py() or 0,
+    }
+    if not any(counts.values()):
+        return columns, {}
+    keep = pc.invert(pc.or_(not_finite, backwards))
+    return {k: pc.filter(v, keep) for k, v in columns.items()}, {k: n for k, n in counts.items() if n}
 
 
 def _values(values: Sequence[str | None] | pa.Array) -> pa.Array:
@@ -203,6 +248,7 @@ def quantity_columns(
     else:
         start_ts, offset, day = _dates(_arr(starts))
         end_ts, _, _ = _dates(_arr(ends))
+    check_range(start_ts, end_ts, starts, ends, offset)
     return {
         "source": pa.repeat("healthkit", n),
         "metric": metric,
@@ -237,6 +283,7 @@ def category_columns(
     else:
         start_ts, offset, day = _dates(starts)
         end_ts, _, _ = _dates(ends)
+    check_range(start_ts, end_ts, starts, ends, offset)
     minutes = pc.divide(pc.cast(pc.subtract(pc.cast(end_ts, pa.int64()), pc.cast(start_ts, pa.int64())), pa.float64()), 60e6)
     t_codes, t_dict = _codes(types)
     v_codes, v_dict = _codes(values)

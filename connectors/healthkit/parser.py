@@ -24,14 +24,17 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from typing import Any
 
-from common.records import RawRecord, RecordBatch, Sample, Workout
+from common.records import RawRecord, RecordBatch, Sample, Skipped, Workout
+from common.timeutil import in_sane_range, out_of_range_detail
 from connectors.healthkit import native
 from connectors.healthkit import sleep as sleep_mod
 from connectors.healthkit.columns import (
     NULL,
     ConversionError,
+    RangeError,
     category_columns,
     quantity_columns,
+    screen_rows,
 )
 from connectors.healthkit.types import (
     parse_date,
@@ -62,12 +65,15 @@ _EXPAT, _PROLOG, _NATIVE = "expat", "prolog", "native"
 
 
 class ParseError(ValueError):
-    """Content problem with a position (line, column) in the XML."""
+    """Content problem with a position (line, column) in the XML, or `where` in words for a
+    quantity Record (whose line is not kept); `xml=False`: well-formed XML, unusable value."""
 
-    def __init__(self, line: int, column: int, detail: str):
+    def __init__(self, line: int, column: int, detail: str, *, where: str | None = None, xml: bool = True):
         super().__init__(detail)
         self.line = line
         self.column = column
+        self.where = where
+        self.xml = xml
 
 
 def _num(v: str | None) -> float | None:
@@ -110,6 +116,8 @@ class ExportParser:
         self._carry = b""  # text held back so that an HRV beat list is cut out whole
         self._stash: dict[str, str] = {}  # beat lists cut out (JSON text), by placeholder id
         self._stash_n = 0
+        self._q_taken = 0  # quantity Records handed on so far (their number names one in errors)
+        self._skips: dict[str, int] = {}  # rows left out since the last drain, by reason
         p = pyexpat.ParserCreate()
         p.buffer_text = True
         self._parser = p
@@ -406,6 +414,8 @@ class ExportParser:
             raise ParseError(exc.lineno, exc.offset + 1, pyexpat.ErrorString(exc.code)) from None
         except KeyError as exc:
             raise ParseError(*self._where(), f"element lacks required attribute {exc.args[0]!r}") from None
+        except LookupError as exc:  # an encoding expat does not know, declared in the prolog
+            raise ParseError(*self._where(), str(exc).splitlines()[0][:200], xml=False) from None
 
     @property
     def pending_rows(self) -> int:
@@ -429,6 +439,17 @@ class ExportParser:
             yield self._take_categories()
         if final:
             yield from self._sleep_sessions()
+        if self._skips:
+            skips, self._skips = self._skips, {}
+            for reason, n in skips.items():
+                yield Skipped("healthkit", reason, n)
+
+    def _screen(self, columns: dict[str, Any]) -> dict[str, Any]:
+        """Leave out (and count) rows with a NaN/infinite value or an end before the start."""
+        columns, skipped = screen_rows(columns)
+        for reason, n in skipped.items():
+            self._skips[reason] = self._skips.get(reason, 0) + n
+        return columns
 
     def _take_raw(self) -> RecordBatch | None:
         kinds, keys, payloads = self._raw_cols
@@ -461,13 +482,16 @@ class ExportParser:
         rest = {k - cut: v for k, v in self._beats.items() if k >= cut}
         self._beats.clear()
         self._beats.update(rest)
+        taken, self._q_taken = self._q_taken, self._q_taken + cut
         try:
             columns = quantity_columns(*cols, md_rows=md_rows, md_keys=md_keys, md_vals=md_vals, dates=dates)
         except ConversionError as exc:
-            raise ParseError(0, 0, f"quantity Record {exc.row + 1} of a batch: {exc}") from None
+            row = exc.row
+            what = f"quantity Record {taken + row + 1:,}: {cols[0][row].as_py()} from {cols[1][row].as_py()!r}"
+            raise ParseError(0, 0, str(exc), where=what, xml=not isinstance(exc, RangeError)) from None
         for entry in done_beats:
             self._raw_beats(entry)
-        return RecordBatch(Sample, columns)
+        return RecordBatch(Sample, self._screen(columns))
 
     def _raw_beats(self, entry: dict[str, Any] | tuple[str, str]) -> None:
         """Land an HRV Record raw: {"attributes": ..., "beats": [[time, bpm], ...]}; beat
@@ -510,6 +534,8 @@ class ExportParser:
         cols, at, dates = self._cols.take_categories()
         try:
             columns = category_columns(*cols, dates=dates)
+        except RangeError as exc:
+            raise ParseError(*at[exc.row], str(exc), xml=False) from None
         except ConversionError as exc:
             row = exc.row
             for k in (4, 5):  # which date, and parse_date's own message
@@ -518,6 +544,7 @@ class ExportParser:
                 except ValueError as err:
                     raise ParseError(*at[row], str(err)) from None
             raise ParseError(*at[row], str(exc)) from None
+        columns = self._screen(columns)
         self.stages.add(columns)
         return RecordBatch(Sample, columns)
 
@@ -552,6 +579,9 @@ class ExportParser:
             end, _ = parse_date(a["endDate"])
         except (KeyError, ValueError) as exc:
             raise ParseError(*self._where(), f"Workout: {exc}") from None
+        for ts, what in ((start, "startDate"), (end, "endDate")):
+            if not in_sane_range(ts):
+                raise ParseError(*self._where(), "Workout: " + out_of_range_detail(what, repr(a[what])), xml=False)
         duration = _num(a.get("duration"))
         if duration is not None:
             duration *= {"min": 1.0, "s": 1 / 60, "hr": 60.0}.get(a.get("durationUnit", "min"), 1.0)
@@ -594,6 +624,8 @@ class ExportParser:
             day = date.fromisoformat(day_text)
         except ValueError:
             return  # kept raw; no dated rows without a readable day
+        if not in_sane_range(day):
+            raise ParseError(*self._where(), "ActivitySummary: " + out_of_range_detail("dateComponents", repr(day_text)), xml=False)
         # The Activity rings' own daily figures (already de-duplicated by the phone).
         midnight = datetime(day.year, day.month, day.day, tzinfo=UTC)
         unit_energy = a.get("activeEnergyBurnedUnit", "kcal")

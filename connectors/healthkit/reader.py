@@ -18,6 +18,7 @@ from typing import Any
 from common.errors import SourceFormatError
 from connectors.healthkit import source as source_mod
 from connectors.healthkit.parser import ExportParser, ParseError
+from connectors.screen import READ_ERRORS, describe, screen
 
 Progress = Callable[[float, float | None], None]
 
@@ -39,26 +40,29 @@ def iter_records(path: str | Path) -> Iterator[tuple[list[Any], int, int]]:
     parser = ExportParser()
     scale = src.file_size / src.size if src.size else 1.0
     done = 0
-    for chunk, done in source_mod.chunks(src):
+    try:
+        for chunk, done in source_mod.chunks(src):
+            try:
+                parser.feed(chunk)
+                out = list(parser.drain())
+            except ParseError as exc:
+                raise _format_error(src, exc) from None
+            yield out, int(done * scale), src.file_size
         try:
-            parser.feed(chunk)
-            out = list(parser.drain())
+            parser.close()
+            out = list(parser.drain(final=True))
         except ParseError as exc:
             raise _format_error(src, exc) from None
-        yield out, int(done * scale), src.file_size
-    try:
-        parser.close()
-        out = list(parser.drain(final=True))
-    except ParseError as exc:
-        raise _format_error(src, exc) from None
+    except READ_ERRORS as exc:  # last resort: one line, never a traceback
+        raise SourceFormatError(src.label, describe(exc), f"near uncompressed byte {done}") from exc
     if parser.locale is None and parser.export_date is None and parser.records_seen == 0:
         raise SourceFormatError(src.label, "not an Apple Health export (no <HealthData> root)")
     yield out, src.file_size, src.file_size
 
 
 def _format_error(src: source_mod.XmlSource, exc: ParseError) -> SourceFormatError:
-    position = f"line {exc.line}, column {exc.column}" if exc.line else None
-    return SourceFormatError(src.label, f"malformed XML: {exc}", position)
+    position = f"line {exc.line}, column {exc.column}" if exc.line else exc.where
+    return SourceFormatError(src.label, f"malformed XML: {exc}" if exc.xml else str(exc), position)
 
 
 def read_export(path: str | Path, progress: Progress | None = None) -> Iterator[Any]:
@@ -101,7 +105,7 @@ def read_export(path: str | Path, progress: Progress | None = None) -> Iterator[
             if isinstance(item, _Failed):
                 raise item.error
             records, done, total = item
-            yield from records
+            yield from screen(records, "healthkit", label=str(path))
             if progress is not None:
                 progress(done, total)
     finally:

@@ -15,8 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.errors import SourceFormatError
+from connectors.files import GiB, check_member, files_under, input_path, too_large
 
 CHUNK = 2 << 20  # 2 MiB per read: big enough for speed, small enough for flat memory
+# The export XML inside a zip is refused past this size (declared, and counted while it is
+# streamed): twice the largest exports reported (3.9-4 GB of XML, ~10 M Records); a zip
+# bomb is stopped after at most this much parsing. An XML file given directly is not capped
+# (it is on disk already, and streamed): unzip a bigger export and import its export.xml.
+MAX_ZIPPED_XML = 8 * GiB
 
 
 @dataclass(frozen=True)
@@ -35,18 +41,20 @@ class XmlSource:
 
 def locate(path: str | Path) -> XmlSource:
     """The export XML in `path` (an export.zip or an export.xml)."""
-    p = Path(path)
-    if not p.exists():
-        raise SourceFormatError(str(p), "no such file")
+    p = input_path(path)
     if p.is_dir():
-        candidates = sorted(p.rglob("*.xml"), key=lambda f: f.stat().st_size, reverse=True)
+        xmls = [f for f in files_under(p) if f.suffix.lower() == ".xml"]
+        candidates = sorted(xmls, key=lambda f: f.stat().st_size, reverse=True)
         for f in candidates:
-            if _looks_like_export(f.open("rb").read(65536)):
+            with f.open("rb") as fh:
+                head = fh.read(65536)
+            if _looks_like_export(head):
                 return XmlSource(f, None, f.stat().st_size, f.stat().st_size)
         raise SourceFormatError(str(p), "no Apple Health export XML (root <HealthData>) in this folder")
     file_size = p.stat().st_size
     if not zipfile.is_zipfile(p):
-        head = p.open("rb").read(4)
+        with p.open("rb") as fh:
+            head = fh.read(4)
         if head.startswith(b"PK"):
             raise SourceFormatError(str(p), "damaged or truncated zip (no central directory)")
         return XmlSource(p, None, file_size, file_size)
@@ -72,6 +80,7 @@ def locate(path: str | Path) -> XmlSource:
                         f"{p} [{info.filename}]", f"damaged or truncated zip: {exc}"
                     ) from None
                 if _looks_like_export(head):
+                    check_member(info, MAX_ZIPPED_XML, f"{p} [{info.filename}]", "the export XML")
                     return XmlSource(p, info.filename, info.file_size, file_size)
     except zipfile.BadZipFile as exc:
         raise SourceFormatError(str(p), f"damaged or truncated zip: {exc}") from None
@@ -117,6 +126,8 @@ def chunks(src: XmlSource) -> Iterator[tuple[bytes, int]]:
                 if not chunk:
                     break
                 done += len(chunk)
+                if done > MAX_ZIPPED_XML:
+                    raise too_large(src.label, MAX_ZIPPED_XML, "the export XML", f"after {done} uncompressed bytes")
                 yield chunk, done
     except zipfile.BadZipFile as exc:
         raise SourceFormatError(str(src.path), f"damaged or truncated zip: {exc}") from None

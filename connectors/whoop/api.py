@@ -25,9 +25,10 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
 from common.errors import ApiError
-from common.records import RawRecord, Sample, SleepSession, Workout
-from common.timeutil import tz_from_minutes
+from common.records import RawRecord, Sample, Skipped, SleepSession, Workout
+from common.timeutil import in_sane_range, tz_from_minutes
 from connectors.checkpoint import Checkpoint
+from connectors.screen import OUT_OF_RANGE, READ_ERRORS, screen
 
 SOURCE = "whoop"
 SOURCE_NAME = "whoop_api"
@@ -70,11 +71,20 @@ def parse_ts(value: Any) -> datetime | None:
         dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=UTC)
+    try:
+        return dt.astimezone(UTC)
+    except OverflowError:  # year 1 at +14:00: kept in its own offset, refused by the range check
+        return dt
+
+
+MAX_OFFSET_MIN = 18 * 60  # ISO 8601's widest offset; real zones span -12:00 .. +14:00
+UNREADABLE = "unreadable record"
 
 
 def parse_offset(value: Any) -> int | None:
-    """'+hh:mm' / '-hh:mm' / 'Z' -> minutes east of UTC."""
+    """'+hh:mm' / '-hh:mm' / 'Z' -> minutes east of UTC (None: absent or impossible)."""
     if not isinstance(value, str) or not value:
         return None
     if value in ("Z", "z"):
@@ -83,9 +93,12 @@ def parse_offset(value: Any) -> int | None:
     body = value.lstrip("+-")
     try:
         hh, _, mm = body.partition(":")
-        return sign * (int(hh) * 60 + int(mm or 0))
+        minutes = int(hh) * 60 + int(mm or 0)
     except ValueError:
         return None
+    if minutes > MAX_OFFSET_MIN or int(mm or 0) > 59:
+        return None
+    return sign * minutes
 
 
 def _local_day(ts: datetime, offset_min: int | None) -> date:
@@ -275,6 +288,9 @@ def map_workout(rec: Mapping[str, Any], fetched_at: datetime) -> Iterator[Any]:
     )
 
 
+MAPPERS = {"cycle": map_cycle, "sleep": map_sleep, "workout": map_workout}
+
+
 # -- fetching -----------------------------------------------------------------------------
 def pages(
     client: JsonClient, path: str, start: datetime | None, end: datetime | None = None
@@ -309,7 +325,9 @@ def _cursor(stream: str, records: list[Mapping[str, Any]]) -> str | None:
     starts = [(parse_ts(r.get("start")), _is_final(stream, r)) for r in records]
     if stream == "recovery":  # recoveries have no start: use created_at
         starts = [(parse_ts(r.get("created_at")), _is_final(stream, r)) for r in records]
-    known = [(s, fin) for s, fin in starts if s is not None]
+    # a record dated outside the sane range is left out of the rows (screen), and must not
+    # carry the cursor to year 9999 either: every later sync would start there
+    known = [(s, fin) for s, fin in starts if s is not None and in_sane_range(s)]
     if not known:
         return None
     latest = max(s for s, _ in known)
@@ -340,17 +358,31 @@ def fetch_stream(
             if not isinstance(rec, dict):
                 continue
             seen.append({k: rec.get(k) for k in ("start", "created_at", "end", "score_state")})
-            if stream == "cycle":
-                yield from map_cycle(rec, fetched_at)
-            elif stream == "sleep":
-                sleeps[str(rec.get("id"))] = rec
-                yield from map_sleep(rec, fetched_at)
-            elif stream == "workout":
-                yield from map_workout(rec, fetched_at)
-            elif stream == "recovery":
+            if stream == "recovery":
                 sleep = _sleep_for(client, rec, sleeps)
-                yield from map_recovery(rec, sleep, fetched_at)
+                yield from _mapped(map_recovery, rec, sleep, fetched_at)
+                continue
+            if stream == "sleep":
+                sleeps[str(rec.get("id"))] = rec
+            yield from _mapped(MAPPERS[stream], rec, fetched_at)
     yield Checkpoint(SOURCE, stream, _cursor(stream, seen))
+
+
+def _mapped(mapper: Any, *args: Any) -> Iterator[Any]:
+    """One API record's rows; a record that cannot be mapped (no id, a field of the wrong
+    type...) is left out and counted: WHOOP would send it again on every sync."""
+    rec = args[0]
+    for key in ("start", "end"):
+        ts = parse_ts(rec.get(key))
+        if ts is not None and not in_sane_range(ts):
+            yield Skipped(SOURCE, OUT_OF_RANGE)
+            return
+    try:
+        out = list(mapper(*args))
+    except READ_ERRORS:
+        yield Skipped(SOURCE, UNREADABLE)
+        return
+    yield from out
 
 
 def _sleep_for(
@@ -381,7 +413,12 @@ def fetch(
     fetched_at = now or datetime.now(UTC)
     sleeps: dict[str, Mapping[str, Any]] = {}
     order = [s for s in ("cycle", "sleep", "recovery", "workout", "profile") if s in streams]
-    for stream in order:
-        yield from fetch_stream(
-            stream, since.get(stream), client, fetched_at=fetched_at, sleeps=sleeps
-        )
+
+    def records() -> Iterator[Any]:
+        for stream in order:
+            yield from fetch_stream(
+                stream, since.get(stream), client, fetched_at=fetched_at, sleeps=sleeps
+            )
+
+    # out-of-range times and impossible values: left out and counted (connectors/screen.py)
+    yield from screen(records(), SOURCE, refuse=False)

@@ -40,6 +40,9 @@ from typing import IO, Any
 
 from common.errors import SourceFormatError
 from common.records import RawRecord, Sample, SleepSession, Workout
+from common.timeutil import in_sane_range, out_of_range_detail
+from connectors.files import CappedStream, MiB, check_member, files_under, input_path
+from connectors.screen import READ_ERRORS, describe, screen
 
 SOURCE = "whoop"
 SOURCE_NAME = "whoop_export"
@@ -68,16 +71,27 @@ CYCLE_COLUMNS = (
 )
 
 _TZ_RE = re.compile(r"^(?:UTC|GMT)?\s*(?:(Z)|([+-])(\d{1,2}):?(\d{2})?)?$", re.IGNORECASE)
+_MAX_OFFSET_MIN = 18 * 60  # ISO 8601's widest offset; real zones span -12:00 .. +14:00
 _ZIP_ERRORS = (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError)
+# A WHOOP CSV holds one row a day (cycles ~1 MB for five years); a member of the zip larger
+# than this is refused (declared size, and bytes counted while streaming it).
+MAX_CSV = 64 * MiB
+# One CSV line (a row; a quoted field may span lines) longer than this is refused: rows are
+# a few hundred bytes, and a line is held in memory whole before the csv module splits it.
+MAX_LINE = 1 * MiB
 
 
 # -- entry point -----------------------------------------------------------------------------
 def read_export(path: str | Path, progress: Progress | None = None, **_opts: Any) -> Iterator[Any]:
     """Yield records from a WHOOP CSV export: the zip, its unzipped folder, or one CSV file."""
-    path = Path(path).expanduser()
+    path = input_path(path)
+    yield from screen(_read(path, progress), SOURCE, label=str(path))
+
+
+def _read(path: Path, progress: Progress | None) -> Iterator[Any]:
     fetched_at = datetime.now(UTC)
     if path.is_dir():
-        found = [(k, p) for p in sorted(path.rglob("*.csv")) if (k := file_kind(p.name))]
+        found = [(k, p) for p in files_under(path) if p.suffix.lower() == ".csv" and (k := file_kind(p.name))]
         _require_some(path, found)
         total = sum(p.stat().st_size for _, p in found)
         done = 0
@@ -87,7 +101,7 @@ def read_export(path: str | Path, progress: Progress | None = None, **_opts: Any
             done += p.stat().st_size
     elif path.suffix.lower() == ".zip":
         yield from _read_zip(path, fetched_at, progress)
-    elif path.is_file():
+    else:
         kind = file_kind(path.name)
         if kind is None:
             raise SourceFormatError(
@@ -95,8 +109,6 @@ def read_export(path: str | Path, progress: Progress | None = None, **_opts: Any
             )
         with path.open("rb") as fh:
             yield from _read_csv(fh, str(path), kind, fetched_at, _sub(progress, 0, path.stat().st_size))
-    else:
-        raise SourceFormatError(str(path), "no such file or folder")
 
 
 def file_kind(name: str) -> str | None:
@@ -140,9 +152,11 @@ def _read_zip(path: Path, fetched_at: datetime, progress: Progress | None) -> It
             tick = None if progress is None else (
                 lambda pos, d=done: progress((d + pos) * scale, zip_size)
             )
+            check_member(info, MAX_CSV, name, "a CSV file")
             try:
-                with zf.open(info) as fh:
-                    yield from _read_csv(fh, name, kind, fetched_at, tick)
+                with zf.open(info) as member:
+                    fh = CappedStream(member, MAX_CSV, name, "a CSV file")
+                    yield from _read_csv(fh, name, kind, fetched_at, tick)  # type: ignore[arg-type]
             except _ZIP_ERRORS as exc:
                 raise SourceFormatError(name, f"truncated or corrupt zip member: {exc}") from None
             done += info.file_size
@@ -181,6 +195,8 @@ class _Row:
         if m.group(1) or not m.group(2):
             return UTC
         minutes = int(m.group(3)) * 60 + int(m.group(4) or 0)
+        if minutes > _MAX_OFFSET_MIN or int(m.group(4) or 0) > 59:
+            raise SourceFormatError(self.name, f"impossible timezone offset {raw!r}", f"line {self.line}")
         return timezone(timedelta(minutes=minutes if m.group(2) == "+" else -minutes))
 
     def time(self, col: str, tz: timezone) -> datetime | None:
@@ -191,7 +207,10 @@ class _Row:
             dt = datetime.fromisoformat(v)
         except ValueError:
             raise SourceFormatError(self.name, f"column {col!r}: not a date-time: {v!r}", f"line {self.line}") from None
-        return dt.replace(tzinfo=tz) if dt.tzinfo is None else dt
+        dt = dt.replace(tzinfo=tz) if dt.tzinfo is None else dt
+        if not in_sane_range(dt) or not in_sane_range(dt.date()):
+            raise SourceFormatError(self.name, f"column {col!r}: " + out_of_range_detail("date-time", repr(v)), f"line {self.line}")
+        return dt
 
     def payload(self) -> str:
         return json.dumps(self.values, ensure_ascii=False, separators=(",", ":"))
@@ -201,8 +220,9 @@ def _read_csv(
     fh: IO[bytes], name: str, kind: str, fetched_at: datetime, tick: Callable[[float], None] | None
 ) -> Iterator[Any]:
     text = io.TextIOWrapper(fh, encoding="utf-8-sig", newline="")
+    lines = _Lines(text, name)
+    reader = csv.reader(lines)
     try:
-        reader = csv.reader(text)
         try:
             header = next(reader)
         except StopIteration:
@@ -227,11 +247,35 @@ def _read_csv(
         if tick is not None:
             tick(_pos(fh))
     except UnicodeDecodeError as exc:
-        raise SourceFormatError(name, f"not UTF-8 text: {exc.reason}") from None
+        raise SourceFormatError(name, f"not UTF-8 text: {exc.reason}", f"line {lines.n + 1}") from None
     except csv.Error as exc:
-        raise SourceFormatError(name, f"malformed CSV: {exc}") from None
+        raise SourceFormatError(name, f"malformed CSV: {exc}", f"line {max(lines.n, 1)}") from None
+    except READ_ERRORS as exc:  # last resort behind the checks above: one line
+        raise SourceFormatError(name, describe(exc), f"line {max(lines.n, 1)}") from exc
     finally:
         text.detach()
+
+
+class _Lines:
+    """The lines of a text stream for csv.reader, each at most MAX_LINE characters (a line
+    is read whole into memory; a hostile file of one endless line must not be)."""
+
+    def __init__(self, text: io.TextIOWrapper, name: str):
+        self.text = text
+        self.name = name
+        self.n = 0  # lines read so far
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        line = self.text.readline(MAX_LINE + 1)
+        if not line:
+            raise StopIteration
+        self.n += 1
+        if len(line) > MAX_LINE:
+            raise SourceFormatError(self.name, f"a line longer than {MAX_LINE // MiB} MiB; refused", f"line {self.n}")
+        return line
 
 
 def _pos(fh: IO[bytes]) -> float:

@@ -34,6 +34,9 @@ def _run(ctx: typer.Context, desc: FileImport, path: Path, json_out: bool) -> No
     span = f"{d['first_day']} .. {d['last_day']}" if d["first_day"] else "no dated rows"
     console.print(f"{d['records']} records, {d['duplicates_skipped']} duplicates skipped, days {span}",
                   highlight=False)
+    if d.get("skipped"):  # rows a connector left out (NaN, end before start...), by reason
+        console.print("left out: " + ", ".join(f"{n} {reason}" for reason, n in d["skipped"].items()),
+                      highlight=False)
 
 
 def _size(path: Path) -> int | None:

@@ -9,6 +9,8 @@ the empty-body HRV day); the garminconnect adapter is checked with a stand-in ob
 from __future__ import annotations
 
 import json
+import os
+import stat
 from datetime import UTC, date, datetime
 from urllib.parse import urlsplit
 
@@ -184,3 +186,57 @@ def test_not_logged_in(tmp_path, monkeypatch):
     monkeypatch.setattr(live, "_garminconnect", lambda: object())
     with pytest.raises(AuthError, match="rhythm auth garmin"):
         live.open_client(tmp_path / "garmin")
+
+
+class TokenWritingGarmin:
+    """Stands in for garminconnect.Garmin: logging in, dumping and a refresh during a call
+    write token files with plain open() (as the library does), noting each file's mode at
+    the moment it was created, before its first byte."""
+
+    created: list[tuple[str, int]] = []
+
+    def __init__(self, *args, **kwargs):
+        self.client = self
+        self.tokenstore = None
+
+    def _write(self, name: str) -> None:
+        path = os.path.join(self.tokenstore, name)
+        with open(path, "w") as fh:
+            TokenWritingGarmin.created.append((name, stat.S_IMODE(os.fstat(fh.fileno()).st_mode)))
+            fh.write('{"token": "secret"}')
+
+    def login(self, tokenstore=None):
+        self.tokenstore = tokenstore
+        self._write("oauth1_token.json")
+
+    def dump(self, path):
+        self._write("oauth2_token.json")
+
+    def connectapi(self, path, **kwargs):
+        self._write("oauth2_token.json")  # a refresh written back mid-sync
+        return {"ok": True}
+
+
+def test_garmin_tokens_are_0600_from_their_first_byte(tmp_path, monkeypatch):
+    fake_gc = type("gc", (), {
+        "Garmin": TokenWritingGarmin,
+        "GarminConnectTooManyRequestsError": type("T", (Exception,), {}),
+        "GarminConnectAuthenticationError": type("A", (Exception,), {}),
+        "GarminConnectConnectionError": type("C", (Exception,), {}),
+    })
+    monkeypatch.setattr(live, "_garminconnect", lambda: fake_gc)
+    TokenWritingGarmin.created = []
+    token_dir = tmp_path / "tokens" / "garmin"
+    old = os.umask(0o022)
+    try:
+        live.login(token_dir, "me@example.org", "pw")
+        (token_dir / "old_token.json").write_text("{}")  # left world-readable by an older version
+        os.chmod(token_dir / "old_token.json", 0o644)
+        client = live.open_client(token_dir, policy=RetryPolicy(sleep=lambda s: None))
+        assert client.get_json("/x") == {"ok": True}
+        assert os.umask(0o022) == 0o022  # the process umask is given back
+    finally:
+        os.umask(old)
+    assert TokenWritingGarmin.created and all(mode == 0o600 for _, mode in TokenWritingGarmin.created)
+    assert stat.S_IMODE(token_dir.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in token_dir.iterdir())

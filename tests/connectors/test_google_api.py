@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, date, datetime
 
 import pytest
 from google.oauth2.credentials import Credentials
 
 from common.errors import ApiError
-from common.records import Deletion, Event, RawRecord
+from common.records import Deletion, Event, RawRecord, Skipped
 from connectors.calendar import google_api
 from connectors.checkpoint import Checkpoint
 from connectors.http import RetryPolicy
@@ -129,3 +130,46 @@ def test_raw_payload_kept(loopback: Loopback):
     raws = of(out, RawRecord)
     assert [r.natural_key for r in raws] == ["only"]
     assert {cp.stream for cp in of(out, Checkpoint)} == {PRIMARY, FAMILY, "en.usa#holiday@group.v.calendar.google.com"}
+
+
+def _events_body(g: GoogleServer, cid: str) -> Reply:
+    """What the server answers for a full listing of `cid` right now (one page)."""
+    return Reply.json({"kind": "calendar#events", "timeZone": "UTC", "items": list(g.events.get(cid, {}).values()),
+                       "nextSyncToken": "tok-cut"})
+
+
+def test_a_body_cut_mid_response_is_retried_like_other_transient_errors(loopback: Loopback):
+    g = GoogleServer(loopback)
+    for i in range(5):
+        g.put(PRIMARY, timed(f"c{i}", f"2026-05-0{i + 1}T09:00:00Z", f"2026-05-0{i + 1}T10:00:00Z", tz="UTC"))
+    path = "/calendars/foo.bar@gmail.com/events"
+    body = _events_body(g, PRIMARY)
+    g.faults[path] = [Reply.cut(body, len(body.body) // 2), Reply.cut(body, 10)]
+    waits: list[float] = []
+    out = list(google_api.fetch_calendar({"id": PRIMARY}, None, client(g, waits), window_start=WINDOW, fetched_at=NOW))
+    assert sorted(e.event_id for e in of(out, Event)) == [f"c{i}" for i in range(5)]
+    assert len(waits) == 2  # two cut bodies, two backoffs, then the whole listing
+
+
+def test_bodies_cut_beyond_the_retry_budget_say_so_in_one_line(loopback: Loopback):
+    g = GoogleServer(loopback)
+    g.put(PRIMARY, timed("c0", "2026-05-01T09:00:00Z", "2026-05-01T10:00:00Z", tz="UTC"))
+    body = _events_body(g, PRIMARY)
+    g.faults["/calendars/foo.bar@gmail.com/events"] = [Reply.cut(body, 7)] * 10
+    with pytest.raises(ApiError) as err:
+        list(google_api.fetch_calendar({"id": PRIMARY}, None, client(g), window_start=WINDOW, fetched_at=NOW))
+    assert "connection dropped mid-response" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_events_that_cannot_be_stored_are_skipped_and_counted(loopback: Loopback):
+    g = GoogleServer(loopback)
+    g.put(PRIMARY, timed("ok", "2026-05-01T09:00:00Z", "2026-05-01T10:00:00Z", tz="UTC"))
+    g.put(PRIMARY, timed("backwards", "2026-05-02T10:00:00Z", "2026-05-02T09:00:00Z", tz="UTC"))
+    g.put(PRIMARY, timed("far", "9999-12-31T09:00:00Z", "9999-12-31T10:00:00Z", tz="UTC"))
+    g.put(PRIMARY, timed("early", "0001-01-01T00:00:00+14:00", "0001-01-01T01:00:00+14:00", tz="UTC"))
+    g.put(PRIMARY, {**timed("odd", "2026-05-03T09:00:00Z", "2026-05-03T10:00:00Z", tz="UTC"), "start": {"date": "2026-05-03", "timeZone": 5}})
+    g.put(PRIMARY, {**timed("no start", "2026-05-03T09:00:00Z", "2026-05-03T10:00:00Z", tz="UTC"), "start": {"date": "May 3"}})
+    out = list(google_api.fetch({}, client(g), window_start=WINDOW, now=NOW))
+    assert [e.event_id for e in of(out, Event)] == ["ok"]
+    skipped = Counter(s.reason for s in of(out, Skipped))
+    assert skipped == {"end before start": 1, "timestamp outside 1900-01-01 .. 2100-12-31": 2, "unreadable record": 2}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
@@ -246,3 +247,82 @@ def test_cli_bad_entity_deep_in_a_big_file_leaves_the_database_unchanged(tmp_pat
     line = text[:cut].count("\n") + 1
     assert f"entity.xml (line {line}, column" in err and "undefined entity" in err
     assert {k: v for k, v in counts(rhythm_home).items() if k != "runs"} == before
+
+
+# -- dates out of range and impossible values (issue 22): the same outcome on both paths ------------
+SLEEP_T = "HKCategoryTypeIdentifierSleepAnalysis"
+OUT_OF_RANGE = [
+    "0001-01-01 00:00:00 +1400", "9999-12-31 23:00:00 -1400", "1899-12-31 23:59:59 +0000",
+    "1900-01-01 00:30:00 +0100", "2100-12-31 23:30:00 -0100", "2101-01-01 00:00:00 +0000", "0999-06-01 12:00:00 +0000",
+]
+IN_RANGE = ["1900-01-01 00:00:00 +0000", "1900-01-01 00:30:00 -0100", "2100-12-31 23:59:59 +0000", "2100-12-31 23:30:00 +0100"]
+
+
+def varied_body(rng: random.Random, n: int) -> list[str]:
+    rows = []
+    for i in range(n):
+        t = f"2024-03-{1 + i % 28:02d} {i % 24:02d}:{i % 60:02d}:00 +0{i % 3}00"
+        if rng.random() < 0.2:
+            rows.append(record(SLEEP_T, "W", t, t, "HKCategoryValueSleepAnalysisAsleepCore"))
+        else:
+            rows.append(record(HR, "W", t, t, str(50 + i % 60), unit="count/min"))
+    return rows
+
+
+@needs_native
+@pytest.mark.parametrize("seed", range(6))
+def test_a_date_out_of_range_anywhere_is_the_same_error_on_both_paths(tmp_path, monkeypatch, seed):
+    rng = random.Random(seed)
+    rows = varied_body(rng, 400)
+    at = rng.randrange(len(rows))
+    bad = rng.choice(OUT_OF_RANGE)
+    which = rng.choice(["startDate", "endDate"])
+    head, rest = rows[at].split(f'{which}="', 1)
+    rows[at] = f'{head}{which}="{bad}"{rest.split(chr(34), 1)[1]}'
+    path = write(tmp_path, "range.xml", export_xml("".join(rows)))
+    monkeypatch.setattr(source_mod, "CHUNK", rng.choice([97, 4096, 2 << 20]))
+    fast = outcome(path, True, monkeypatch)
+    assert fast[0] == "error" and f"{which} '{bad}' is outside the accepted range 1900-01-01 .. 2100-12-31" in fast[1], fast
+    assert ("line" in fast[1]) == (SLEEP_T in rows[at])  # category Records by line; quantity ones by number
+    assert fast == outcome(path, False, monkeypatch)
+
+
+@needs_native
+def test_the_range_bounds_are_inclusive_on_both_paths(tmp_path, monkeypatch):
+    for stamp in IN_RANGE:
+        path = write(tmp_path, "edge.xml", export_xml(record(HR, "W", stamp, stamp, "60", unit="count/min")))
+        fast = outcome(path, True, monkeypatch)
+        assert fast[0] == "ok", (stamp, fast)
+        assert fast == outcome(path, False, monkeypatch)
+
+
+@needs_native
+@pytest.mark.parametrize("seed", range(4))
+def test_nan_inf_and_backwards_rows_are_left_out_alike_on_both_paths(tmp_path, monkeypatch, seed):
+    rng = random.Random(100 + seed)
+    rows, kept, nan, backwards = [], 0, 0, 0
+    for i in range(300):
+        t0, t1 = f"2024-03-02 {i % 24:02d}:{i % 60:02d}:00 +0100", f"2024-03-02 {i % 24:02d}:{i % 60:02d}:30 +0100"
+        roll = rng.random()
+        if roll < 0.08:
+            rows.append(record(HR, "W", t0, t0, rng.choice(["NaN", "nan", "inf", "-inf", "1e999"]), unit="count/min"))
+            nan += 1
+        elif roll < 0.14:
+            kind = rng.choice([(HR, "61", "count/min"), (SLEEP_T, "HKCategoryValueSleepAnalysisAsleepREM", None)])
+            rows.append(record(kind[0], "W", t1, t0, kind[1], unit=kind[2]))
+            backwards += 1
+        else:
+            t = f"2024-03-{1 + i % 28:02d} {i % 24:02d}:{i % 60:02d}:00 +0100"
+            rows.append(record(HR, "W", t, t, str(40 + i), unit="count/min"))
+            kept += 1
+    path = write(tmp_path, "nan.xml", export_xml("".join(rows)))
+    monkeypatch.setattr(source_mod, "CHUNK", rng.choice([97, 4096, 2 << 20]))
+    fast = outcome(path, True, monkeypatch)
+    assert fast[0] == "ok" and fast == outcome(path, False, monkeypatch)
+    samples = [r for r in fast[1] if "'metric'" in r]
+    assert len(samples) == kept
+    skipped: Counter = Counter()
+    for o in fast[2]:
+        if "Skipped(" in o:
+            skipped[o.split("reason=")[1].split(",")[0].strip("'\"")] += int(o.rsplit("count=", 1)[1].split(")")[0])
+    assert skipped == {k: v for k, v in {"NaN or infinite value": nan, "end before start": backwards}.items() if v}

@@ -150,3 +150,16 @@ def test_non_json_body_is_an_api_error(loopback: Loopback):
     with ApiClient(loopback.url, name="whoop", policy=fast([])) as c, pytest.raises(ApiError) as e:
         c.get_json("/x")
     assert "not JSON" in str(e.value)
+
+
+def test_a_body_cut_mid_response_is_retried_then_named_as_such(loopback: Loopback):
+    whole = Reply.json({"records": list(range(500))})
+    loopback.route("GET", "/x", [Reply.cut(whole, 40), whole])
+    waits: list[float] = []
+    with ApiClient(loopback.url, name="whoop", policy=fast(waits, retries=2)) as c:
+        assert c.get_json("/x") == {"records": list(range(500))}
+    assert len(waits) == 1
+    loopback.route("GET", "/y", Reply.cut(whole, 40))
+    with ApiClient(loopback.url, name="whoop", policy=fast([], retries=2)) as c, pytest.raises(ApiError) as e:
+        c.get_json("/y")
+    assert str(e.value) == "whoop: GET /y connection dropped mid-response after 2 retries"

@@ -246,3 +246,47 @@ def test_cli_malformed_ics_is_one_error_line_and_database_unchanged(tmp_path, mo
     assert err.strip().startswith("error:") and err.strip().count("\n") == 0
     assert "broken.ics" in err and "DTSTART" in err
     assert row_counts(home) == before
+
+
+# -- bounds (issue 22) -----------------------------------------------------------------------------
+def _cal(*events: str) -> str:
+    return "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\n" + "".join(events) + "END:VCALENDAR\r\n"
+
+
+def _ev(uid: str, start: str, *extra: str) -> str:
+    return "\r\n".join(["BEGIN:VEVENT", f"UID:{uid}", f"DTSTART:{start}", "DURATION:PT1H", *extra, "END:VEVENT"]) + "\r\n"
+
+
+def test_finite_series_are_clipped_to_the_window_and_one_offs_are_not(tmp_path):
+    f = tmp_path / "c.ics"
+    f.write_text(_cal(
+        _ev("before", "20180101T090000Z", "RRULE:FREQ=DAILY;COUNT=5"),  # wholly before the window
+        _ev("across", "20221225T090000Z", "RRULE:FREQ=DAILY;COUNT=20"),  # 7 days before the end, 13 after
+        _ev("old-one-off", "20100101T090000Z"),
+    ))
+    evs = events(f)
+    assert Counter(e.recurring_event_id or e.event_id for e in evs) == {"across": 7, "old-one-off": 1}
+    assert all(e.start_ts < datetime(2023, 1, 1, tzinfo=UTC) for e in evs if e.recurring_event_id)
+
+
+def test_a_dense_series_is_refused_naming_its_uid_and_line(tmp_path):
+    f = tmp_path / "c.ics"
+    f.write_text(_cal(_ev("fine", "20200101T090000Z", "RRULE:FREQ=MINUTELY;INTERVAL=30;COUNT=10"),
+                      _ev("dense", "20200101T090000Z", "RRULE:FREQ=SECONDLY;COUNT=100000000")))
+    with pytest.raises(SourceFormatError) as err:
+        list(read_export(f, **WINDOW))
+    uid_line = f.read_text().splitlines().index("UID:dense") + 1
+    assert err.value.position == f"line {uid_line}" and "event 'dense': its recurrence (FREQ=SECONDLY)" in str(err.value)
+    f.write_text(_cal(_ev("fine", "20200101T090000Z", "RRULE:FREQ=MINUTELY;INTERVAL=30;COUNT=10")))
+    assert len(events(f)) == 10  # a sub-hourly rule within the bounds imports
+
+
+def test_of_one_offs_sharing_a_uid_the_highest_sequence_wins(tmp_path):
+    f = tmp_path / "c.ics"
+    f.write_text(_cal(
+        _ev("dup", "20200101T090000Z", "SEQUENCE:1", "SUMMARY:first"),
+        _ev("dup", "20200102T090000Z", "SEQUENCE:3", "SUMMARY:updated"),
+        _ev("dup", "20200103T090000Z", "SEQUENCE:3", "SUMMARY:same sequence, later"),
+    ))
+    (e,) = events(f)
+    assert e.title == "updated" and e.local_day == date(2020, 1, 2)

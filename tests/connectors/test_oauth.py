@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 import sys
 import threading
@@ -194,3 +195,26 @@ def test_denied_consent_is_an_auth_error():
 def test_no_answer_times_out():
     with pytest.raises(AuthError, match="no answer"):
         authorize_via_loopback(lambda r, s: "http://x.invalid/", name="whoop", open_browser=False, timeout_s=0.3)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_token_bytes_are_never_in_a_file_others_can_read(tmp_path, monkeypatch, umask):
+    """The mode is checked at the moment the token is written, not after: whatever the
+    umask, the file holding it is 0600 before its first byte."""
+    import json as json_module
+
+    seen: list[int] = []
+    real_dump = json_module.dump
+
+    def spy(obj, fh, *args, **kw):
+        seen.append(stat.S_IMODE(os.fstat(fh.fileno()).st_mode))
+        return real_dump(obj, fh, *args, **kw)
+
+    monkeypatch.setattr(json_module, "dump", spy)
+    old = os.umask(umask)
+    try:
+        FileTokenStore(tmp_path / "tokens").save("google", {"access_token": "secret"})
+    finally:
+        os.umask(old)
+    assert seen == [0o600]
+    assert _mode(tmp_path / "tokens" / "google.json") == 0o600

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from common.records import RawRecord, Sample, SleepSession, Workout
+from common.errors import ApiError
+from common.records import RawRecord, Sample, Skipped, SleepSession, Workout
 from connectors.checkpoint import Checkpoint
 from connectors.http import ApiClient, RetryPolicy
 from connectors.whoop import api
@@ -186,3 +188,49 @@ def test_first_sync_sends_no_start(loopback: Loopback):
     with client_for(ws) as c:
         list(api.fetch_stream("workout", None, c, fetched_at=NOW))
     assert "start" not in loopback.calls("GET", "/developer/v2/activity/workout")[0].query
+
+
+def test_offsets_beyond_any_real_zone_are_unknown():
+    assert api.parse_offset("+25:00") is None and api.parse_offset("-19:00") is None
+    assert api.parse_offset("+14:00") == 840 and api.parse_offset("+05:75") is None
+
+
+def test_a_body_cut_mid_response_is_retried_and_then_named(loopback: Loopback):
+    data = make_days(3, datetime(2026, 5, 1, 3, tzinfo=UTC))
+    ws = WhoopServer(loopback, data)
+    page = Reply.json({"records": data["cycle"], "next_token": None})
+    ws.faults["/v2/cycle"] = [Reply.cut(page, len(page.body) // 2)]
+    waits: list[float] = []
+    with client_for(ws, waits) as c:
+        out = list(api.fetch_stream("cycle", None, c, fetched_at=NOW))
+    assert len(of(out, RawRecord)) == 3 and len(waits) == 1  # one retry, then the whole page
+    ws.faults["/v2/cycle"] = [Reply.cut(page, 9)] * 10
+    with client_for(ws) as c, pytest.raises(ApiError) as err:
+        list(api.fetch_stream("cycle", None, c, fetched_at=NOW))
+    assert "connection dropped mid-response after 3 retries" in str(err.value)
+    assert "could not connect" not in str(err.value)
+
+
+def test_records_that_cannot_be_stored_are_skipped_counted_and_keep_the_cursor_sane(loopback: Loopback):
+    data = make_days(3, datetime(2026, 5, 1, 3, tzinfo=UTC))
+    far = dict(data["cycle"][0], id=1, start="9999-12-30T03:00:00.000Z", end="9999-12-31T03:00:00.000Z")
+    early = dict(data["cycle"][0], id=2, start="0001-01-01T00:00:00.000+14:00", end="0001-01-02T00:00:00.000Z")
+    odd_zone = dict(data["cycle"][1], id=3, timezone_offset="+25:00")
+    no_id = {k: v for k, v in data["cycle"][2].items() if k != "id"}
+    backwards = dict(data["cycle"][2], id=4, start="2026-05-10T03:00:00.000Z", end="2026-05-09T03:00:00.000Z")
+    records = [far, early, odd_zone, no_id, backwards]
+    text = json.dumps({"records": records, "next_token": None})
+    nan = dict(data["cycle"][2], id=5)
+    text = text.replace(']', ', ' + json.dumps(nan).replace('"strain": 12.0', '"strain": NaN') + ']', 1)
+    loopback.route("GET", "/developer/v2/cycle", Reply(200, text.encode(), {"Content-Type": "application/json"}))
+    ws_client = ApiClient(loopback.url + "/developer", name="whoop", policy=RetryPolicy(sleep=lambda s: None))
+    with ws_client as c:
+        out = list(api.fetch({"cycle": None}, c, streams=("cycle",), now=NOW))
+    kept = of(out, Sample)
+    assert [json.loads(s.detail)["cycle_id"] for s in kept] == [3]
+    assert kept[0].tz_offset_min is None  # an impossible offset is not a zone
+    skipped = Counter(s.reason for s in of(out, Skipped))
+    assert skipped == {"timestamp outside 1900-01-01 .. 2100-12-31": 2, "unreadable record": 1,
+                       "end before start": 1, "NaN or infinite value": 1}
+    cursor = of(out, Checkpoint)[0].cursor
+    assert cursor is not None and cursor.startswith("2026-05-")  # never year 9999
