@@ -13,7 +13,8 @@ SOURCES = (
         help="Calendar .ics file; recurring events expanded inside the configured window.",
         path_help="A calendar .ics file (or a folder of them).",
         record_source="calendar",
-        options={"window_past_days": "ics_window_past_days", "window_future_days": "ics_window_future_days"},
+        options={"window_past_days": "ics_window_past_days", "window_future_days": "ics_window_future_days",
+                 "owner_emails": "calendar_owner_emails"},
         data_window=True,
     ),
     ApiSync(

@@ -21,7 +21,8 @@ recurring-ical-events + x-wr-timezone).
   event's own zone.
 - ``attendees_count``: ATTENDEE lines minus rooms/resources (``CUTYPE=ROOM|RESOURCE``);
   ``None`` when the event lists none (an .ics cannot tell "alone" from "not exported").
-  ``self_response`` is unknown in .ics (``None``). Title, description and location are
+  ``self_response`` is the PARTSTAT of the attendee whose address is in the setting
+  ``calendar_owner_emails`` (else unknown, ``None``: an .ics does not say who "self" is). Title, description and location are
   stored as written (untrusted text).
 - Raw: one ``vevent`` row per VEVENT as written (key ``<calendar_id>/<UID>[/<RECURRENCE-ID>]``)
   and one ``vcalendar`` row for the calendar's own properties.
@@ -83,10 +84,16 @@ def read_export(
     window_start: date | datetime | str | None = None,
     window_end: date | datetime | str | None = None,
     now: datetime | None = None,
+    owner_emails: str | None = None,
     **_opts: Any,
 ) -> Iterator[Any]:
-    """Yield raw and ``Event`` records for one ``.ics`` file or every ``*.ics`` in a folder."""
+    """Yield raw and ``Event`` records for one ``.ics`` file or every ``*.ics`` in a folder.
+
+    ``owner_emails`` (comma-separated, the setting ``calendar_owner_emails``): whose answer
+    to an invitation is the person's own; an event where that ATTENDEE has
+    ``PARTSTAT=DECLINED`` gets ``self_response = "declined"`` (and is no commitment)."""
     path = input_path(path)
+    owners = frozenset(e.strip().lower().removeprefix("mailto:") for e in (owner_emails or "").split(",") if e.strip())
     now = now or datetime.now(UTC)
     start = _as_datetime(window_start) if window_start is not None else now - timedelta(days=window_past_days)
     end = _as_datetime(window_end) if window_end is not None else now + timedelta(days=window_future_days)
@@ -103,15 +110,17 @@ def read_export(
     fetched_at = datetime.now(UTC)
     for p in files:
         data = read_file_capped(p, MAX_ICS, "an .ics file")
-        yield from screen(_guarded(data, str(p), start, end, fetched_at), SOURCE, label=str(p))
+        yield from screen(_guarded(data, str(p), start, end, fetched_at, owners), SOURCE, label=str(p))
         done += p.stat().st_size
         if progress:
             progress(done, total)
 
 
-def _guarded(data: bytes, name: str, start: datetime, end: datetime, fetched_at: datetime) -> Iterator[Any]:
+def _guarded(
+    data: bytes, name: str, start: datetime, end: datetime, fetched_at: datetime, owners: frozenset[str] = frozenset()
+) -> Iterator[Any]:
     try:
-        yield from read_ics(data, name, start, end, fetched_at)
+        yield from read_ics(data, name, start, end, fetched_at, owners)
     except READ_ERRORS as exc:  # last resort behind the checks below: one line
         raise SourceFormatError(name, describe(exc)) from exc
 
@@ -126,7 +135,12 @@ def _as_datetime(v: date | datetime | str) -> datetime:
 
 # -- one file --------------------------------------------------------------------------------
 def read_ics(
-    data: bytes, name: str, window_start: datetime, window_end: datetime, fetched_at: datetime
+    data: bytes,
+    name: str,
+    window_start: datetime,
+    window_end: datetime,
+    fetched_at: datetime,
+    owners: frozenset[str] = frozenset(),
 ) -> Iterator[Any]:
     text = data.decode("utf-8", errors="replace")
     events = text.count("BEGIN:VEVENT") + text.count("begin:vevent")
@@ -198,7 +212,7 @@ def read_ics(
         if uid not in series_uids and (uid not in one_offs or _sequence(c) > _sequence(one_offs[uid])):
             one_offs[uid] = c
     for comp in one_offs.values():
-        ev = _event(comp, calendar_id, cal_tz, name, series_uids)
+        ev = _event(comp, calendar_id, cal_tz, name, series_uids, owners)
         if ev is not None and ev.event_id not in seen:
             seen.add(ev.event_id)
             yield ev
@@ -222,7 +236,7 @@ def read_ics(
                 "refused", _line_of(text, uid),
             )
         for occ in occurrences:
-            ev = _event(occ, calendar_id, cal_tz, name, series_uids)
+            ev = _event(occ, calendar_id, cal_tz, name, series_uids, owners)
             if ev is not None and ev.event_id not in seen:
                 seen.add(ev.event_id)
                 yield ev
@@ -486,7 +500,12 @@ def _subcalendar(cal: icalendar.Calendar, events: list) -> icalendar.Calendar:
 
 # -- one occurrence ------------------------------------------------------------------------
 def _event(
-    occ: Any, calendar_id: str, cal_tz: tzinfo | None, name: str, series_uids: set[str]
+    occ: Any,
+    calendar_id: str,
+    cal_tz: tzinfo | None,
+    name: str,
+    series_uids: set[str],
+    owners: frozenset[str] = frozenset(),
 ) -> Event | None:
     dtstart = occ.get("DTSTART")
     if dtstart is None:
@@ -541,13 +560,28 @@ def _event(
         location=_text(occ.get("LOCATION")),
         status=status,
         attendees_count=_attendees(occ),
-        self_response=None,
+        self_response=_self_response(occ, owners),
         event_type=None,
         transparency=transp.lower() if transp else None,
         timezone=tz_name,
         recurring_event_id=uid if in_series else None,
         updated_at=updated_at,
     )
+
+
+_PARTSTAT = {"ACCEPTED": "accepted", "DECLINED": "declined", "TENTATIVE": "tentative",
+             "NEEDS-ACTION": "needsAction", "DELEGATED": "delegated"}
+
+
+def _self_response(occ: Any, owners: frozenset[str]) -> str | None:
+    """The person's own answer (an ATTENDEE whose address is one of ``owners``), if known."""
+    if not owners:
+        return None
+    att = occ.get("ATTENDEE")
+    for a in att if isinstance(att, list) else ([att] if att is not None else []):
+        if str(a).lower().removeprefix("mailto:") in owners:
+            return _PARTSTAT.get(str(getattr(a, "params", {}).get("PARTSTAT", "")).upper())
+    return None
 
 
 def _attendees(occ: Any) -> int | None:

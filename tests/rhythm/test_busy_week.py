@@ -113,3 +113,26 @@ def test_a_recurring_calendar_of_an_old_export_meets_its_own_data(rhythm_home, t
         _, rows = db.query("SELECT count(*) FROM events WHERE title = 'Team stand-up' AND local_day BETWEEN ? AND ?",
                            [first, WEDNESDAY + shift])
     assert rows[0][0] >= 15  # every weekday of the old data's weeks
+
+
+def test_an_invitation_the_owner_declined_is_no_commitment(rhythm_home, tmp_path):
+    """.ics invitations: with `calendar_owner_emails` set, the owner's PARTSTAT=DECLINED makes
+    the event no commitment (without the setting an .ics cannot say who "self" is)."""
+    invite = write_ics(tmp_path).read_text().replace("END:VCALENDAR", "\r\n".join([
+        "BEGIN:VEVENT", "UID:party@busy.week", "SUMMARY:Launch party",
+        "DTSTART;TZID=Europe/Berlin:20251119T213000", "DTEND;TZID=Europe/Berlin:20251119T233000",
+        "ATTENDEE;PARTSTAT=DECLINED:mailto:Me@Example.org", "ATTENDEE;PARTSTAT=ACCEPTED:mailto:host@example.org",
+        "END:VEVENT", "END:VCALENDAR"]))
+    path = tmp_path / "invite.ics"
+    path.write_text(invite)
+    for owners, declined in ((None, False), ("me@example.org, other@example.org", True)):
+        settings = load_settings(timezone="Europe/Berlin", agent_backend="bayes", calendar_owner_emails=owners)
+        with open_db(settings.database) as db:
+            write_records(db, wearable_records())
+        jobs.import_file(settings, "ics", path)
+        plan = jobs.recommend(settings, now=NOW).to_dict()
+        titles = [c["title"] for c in plan["commitments"]]
+        assert ("Launch party" not in titles) == declined, (owners, titles)
+        with open_db(settings.database, read_only=True) as db:
+            _, rows = db.query("SELECT self_response FROM events WHERE title = 'Launch party'")
+        assert rows == [("declined" if declined else None,)]
