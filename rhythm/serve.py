@@ -6,7 +6,8 @@ the same reader as ``rhythm import hae``, one transaction, recorded in ``runs``;
 imported one at a time, in arrival order.
 
 - **Secret**: every POST must carry the ``hae_secret`` setting in an ``X-Rhythm-Secret``
-  header (or ``Authorization: Bearer <secret>``); otherwise 401, and the body is not read.
+  header (or ``Authorization: Bearer <secret>``); otherwise 401, and the body (within the size
+  limit) is read and dropped, never parsed or stored.
   The server refuses to start without a secret of at least 16 characters.
 - **Bounded**: a body needs a ``Content-Length`` (411 otherwise) of at most ``hae_max_mb``
   (413 otherwise, unread); a gzip/deflate body is bounded after decompression too. Reads time
@@ -161,13 +162,16 @@ def make_server(settings: Settings, source: str, port: int, *, max_bytes: int, l
             else:
                 self._refuse(404, "not found")
 
+        def _drain(self, length: int) -> None:
+            """Read and drop a refused body (bounded), so the client can read the answer."""
+            left = length
+            while left > 0:
+                chunk = self.rfile.read(min(left, 1 << 16))
+                if not chunk:
+                    break
+                left -= len(chunk)
+
         def do_POST(self) -> None:  # noqa: N802
-            if self.path.split("?")[0] not in paths:
-                self._refuse(404, f"not found: POST to /{source}")
-                return
-            if not authorised(self.headers, secret):
-                self._refuse(401, f"missing or wrong {SECRET_HEADER} header", ("WWW-Authenticate", 'Bearer realm="rhythm"'))
-                return
             if self.headers.get("Transfer-Encoding"):
                 self._refuse(411, "send the body with a Content-Length (chunked bodies are not accepted)")
                 return
@@ -184,6 +188,14 @@ def make_server(settings: Settings, source: str, port: int, *, max_bytes: int, l
                 return
             if length > max_bytes:
                 self._refuse(413, f"body of {length} bytes is larger than the limit of {max_bytes} (hae_max_mb)")
+                return
+            if self.path.split("?")[0] not in paths:
+                self._drain(length)
+                self._refuse(404, f"not found: POST to /{source}")
+                return
+            if not authorised(self.headers, secret):
+                self._drain(length)  # read and dropped, never parsed or stored
+                self._refuse(401, f"missing or wrong {SECRET_HEADER} header", ("WWW-Authenticate", 'Bearer realm="rhythm"'))
                 return
             body = self.rfile.read(length)
             if len(body) != length:

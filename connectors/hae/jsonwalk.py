@@ -125,6 +125,8 @@ class JsonDoc:
         try:
             return _DECODER.raw_decode(self.text, self.pos)
         except json.JSONDecodeError as exc:
+            if exc.msg.startswith("Unterminated string") or exc.pos >= len(self.text.rstrip()):
+                raise self.error(path, "invalid JSON: the file ends early (truncated?)", exc.pos) from None
             raise self.error(path, f"invalid JSON: {exc.msg}", exc.pos) from None
         except RecursionError:
             raise self.error(path, "invalid JSON: nested too deeply") from None
