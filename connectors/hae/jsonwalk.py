@@ -105,6 +105,37 @@ class JsonDoc:
                 raise self.error(f"{path}[{i}]", f"invalid JSON: expected ',' or ']', found {ch!r}", self.pos - 1)
             i += 1
 
+    def elements(self, path: str) -> Iterator[tuple[int, Any, str, int]]:
+        """The array at the position, element by element: (index, decoded value, its exact text,
+        its offset). The tight loop behind a metric's points."""
+        self._expect("[", path, "an array")
+        text, match, decode = self.text, _WS.match, _DECODER.raw_decode
+        pos = match(text, self.pos).end()  # type: ignore[union-attr]
+        if text.startswith("]", pos):
+            self.pos = pos + 1
+            return
+        i = 0
+        while True:
+            try:
+                obj, end = decode(text, pos)
+            except json.JSONDecodeError as exc:
+                self.pos = pos
+                self._decode(f"{path}[{i}]")  # raises the positioned error
+                raise AssertionError(exc) from None  # pragma: no cover
+            yield i, obj, text[pos:end], pos
+            pos = match(text, end).end()  # type: ignore[union-attr]
+            ch = text[pos:pos + 1]
+            if ch == ",":
+                pos = match(text, pos + 1).end()  # type: ignore[union-attr]
+                i += 1
+            elif ch == "]":
+                self.pos = pos + 1
+                return
+            elif not ch:
+                raise self.error(f"{path}[{i}]", "invalid JSON: the file ends early (truncated?)", pos)
+            else:
+                raise self.error(f"{path}[{i}]", f"invalid JSON: expected ',' or ']', found {ch!r}", pos)
+
     def value(self, path: str) -> tuple[Any, str]:
         """The value at the position, decoded, and its exact text."""
         self._ws()

@@ -5,11 +5,11 @@
 - ``metrics[]``: ``{"name", "units", "data": [point, ...]}``; a point is ``{"date", "qty",
   "source"}``, heart rate ``{"date", "Min", "Avg", "Max", "source"}``, sleep one of the two
   forms of connectors/hae/sleep.py. Known metrics become ``samples`` (series.py: buckets and
-  keys); every metric, known or not, is kept raw, one ``raw_hae`` row per metric and local
-  day of the points, kind ``metric``, key ``<name>|<first point's date>``, payload
-  ``{"name", "units", "data": [the points exactly as received]}`` (a later, longer export of
-  the same day starts at the same point and replaces it; a "since last sync" push starts
-  later and is kept beside it).
+  keys); every metric, known or not, is kept raw, in ``raw_hae`` rows of one metric's points
+  of one local hour (at most 120 a row), kind ``metric``, key ``<name>|<first point's
+  date>``, payload ``{"name", "units", "data": [the points exactly as received]}`` (a later,
+  longer export of the same hour starts at the same point and replaces it; a "since last
+  sync" push starts later and is kept beside it).
 - ``workouts[]``: ``Workout`` rows (workouts.py), each kept raw (kind ``workout``).
 - any other array (``stateOfMind``, ``medications``, ``symptoms``, ``ecg``, ...): kept raw,
   one row per element, kind the array's name, key its ``id`` or a hash of its text.
@@ -51,31 +51,39 @@ def raw_key(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
 
 
+CHUNK_POINTS = 120  # points per raw row at most (see _Chunks)
+
+
 @dataclass
 class _Chunks:
-    """A metric's raw points of one payload, by local day (the date's first ten characters)."""
+    """A metric's raw points of one payload, in pieces: by local hour (the date's first 13
+    characters), in time order, at most CHUNK_POINTS a piece. The pieces depend only on the
+    points, so an overlapping export of the same hour makes the same keys. Small pieces keep
+    a year's import in bounded memory: DuckDB holds an uncommitted transaction's rows in
+    memory until they fill a row group, so a few thousand rows of a hundred kB each (a day
+    a row) would not commit under the writer's memory limit, where many rows of a few kB do."""
 
     name: str
     units: str | None
-    days: dict[str, list[str]] = field(default_factory=dict)
-    first: dict[str, str] = field(default_factory=dict)
+    hours: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def add(self, date: object, text: str) -> None:
-        day = date[:10] if isinstance(date, str) else ""
-        texts = self.days.get(day)
+        d = date if isinstance(date, str) else ""
+        texts = self.hours.get(d[:13])
         if texts is None:
-            self.days[day] = [text]
-            self.first[day] = date if isinstance(date, str) else ""
+            self.hours[d[:13]] = [(d, text)]
         else:
-            texts.append(text)
-            if isinstance(date, str) and date < self.first[day]:
-                self.first[day] = date
+            texts.append((d, text))
 
     def records(self, fetched_at: datetime) -> Iterator[RawRecord]:
         head = '{"name":' + json.dumps(self.name, ensure_ascii=False) + ',"units":' + json.dumps(self.units) + ',"data":['
-        for day, texts in self.days.items():
-            yield RawRecord(SOURCE, "metric", f"{self.name}|{self.first[day] or day}", head + ",".join(texts) + "]}",
-                            fetched_at)
+        for hour, points in self.hours.items():
+            if any(points[i][0] > points[i + 1][0] for i in range(len(points) - 1)):
+                points = sorted(points, key=lambda p: p[0])
+            for i in range(0, len(points), CHUNK_POINTS):
+                piece = points[i:i + CHUNK_POINTS]
+                yield RawRecord(SOURCE, "metric", f"{self.name}|{piece[0][0] or hour}",
+                                head + ",".join(t for _, t in piece) + "]}", fetched_at)
 
 
 class _Reader:
@@ -83,10 +91,15 @@ class _Reader:
         self.doc = JsonDoc(text, ctx.name)
         self.ctx = ctx
         self.series: list[Series] = []
-        self.sleep: list[tuple[str, dict, float]] = []  # (position, point, minutes per unit)
+        self.sleep: list[tuple[str, int, dict, float]] = []  # (path, text offset, point, minutes per unit)
 
     def fail(self, pos: str, detail: str) -> SourceFormatError:
         return SourceFormatError(self.ctx.name, detail, pos)
+
+    def failing_at(self, at: int) -> Any:
+        """A ``fail(path, detail)`` that adds the line and column of text offset ``at``, computed
+        only when it fails (counting lines is a scan of the text)."""
+        return lambda path, detail: SourceFormatError(self.ctx.name, detail, f"{path}, {self.doc.where(at)}")
 
     # -- the document -------------------------------------------------------------------
     def read(self) -> Iterator[Any]:
@@ -121,8 +134,9 @@ class _Reader:
         elif name == "workouts":
             for i in doc.items(path):
                 pos = f"{path}[{i}]"
+                at = doc.pos
                 obj, text = doc.value(pos)
-                w = workout_from_json(obj, self.where(pos), self.fail)
+                w = workout_from_json(obj, pos, self.failing_at(at))
                 yield w
                 yield RawRecord(SOURCE, "workout", w.workout_id, text, self.ctx.fetched_at)
         else:
@@ -130,9 +144,6 @@ class _Reader:
                 obj, text = doc.value(f"{path}[{i}]")
                 key = obj.get("id") if isinstance(obj, dict) and isinstance(obj.get("id"), str) else raw_key(text)
                 yield RawRecord(SOURCE, name, key, text, self.ctx.fetched_at)
-
-    def where(self, pos: str) -> str:
-        return f"{pos}, {self.doc.where()}"
 
     # -- one metric ---------------------------------------------------------------------
     def metric(self, path: str) -> Iterator[RawRecord]:
@@ -155,14 +166,11 @@ class _Reader:
                     raise doc.error(dpath, "'data' must be an array of points")
                 if name is not None and units is not None and sink is None:
                     sink = self.sink(name, units, path)
-                for j in doc.items(dpath):
-                    at = doc.pos
-                    obj, text = doc.value(f"{dpath}[{j}]")
-                    if sink is not None:
+                if sink is not None:
+                    for j, obj, text, at in doc.elements(dpath):
                         sink(j, obj, text, at)
-                    else:  # 'data' came before 'name'/'units'
-                        pending = pending if pending is not None else []
-                        pending.append((j, obj, text, at))
+                else:  # 'data' came before 'name'/'units'
+                    pending = list(doc.elements(dpath))
         if name is None:
             raise doc.error(path, "a metric needs a 'name'")
         if sink is None:
@@ -188,7 +196,7 @@ class _Reader:
                 if not isinstance(obj, dict):
                     raise self.fail(pos(j, at), "a sleep entry must be an object")
                 chunks.add(obj.get("date", obj.get("startDate")), text)
-                self.sleep.append((pos(j, at), obj, conv[0]))
+                self.sleep.append((f"{dpath}[{j}]", at, obj, conv[0]))
 
             add_sleep.chunks = chunks  # type: ignore[attr-defined]
             return add_sleep
@@ -212,6 +220,7 @@ class _Reader:
         heart = name == "heart_rate"
         cumulative = spec.cumulative
         add = series.add
+        chunk = chunks.add
 
         def add_point(j: int, obj: Any, text: str, at: int) -> None:
             if type(obj) is not dict:
@@ -221,7 +230,7 @@ class _Reader:
                 epoch, off, day, sod = instant(date)
             except BadDate as exc:
                 raise self.fail(pos(j, at), f"'date': {exc}") from None
-            chunks.add(date, text)
+            chunk(date, text)
             detail = None
             if heart:
                 q = obj.get("Avg")
@@ -248,13 +257,14 @@ class _Reader:
     # -- sleep, once every point is seen --------------------------------------------------
     def sleeps(self) -> Iterator[Any]:
         segments = []
-        for pos, point, to_min in self.sleep:
+        for path, at, point, to_min in self.sleep:
+            fail = self.failing_at(at)
             if sleep_mod.is_per_stage(point):
-                seg, sample = sleep_mod.segment(point, to_min, pos, self.fail)
+                seg, sample = sleep_mod.segment(point, to_min, path, fail)
                 segments.append(seg)
                 yield sample
             else:
-                session = sleep_mod.aggregated(point, to_min, pos, self.fail)
+                session = sleep_mod.aggregated(point, to_min, path, fail)
                 if session is not None:
                     yield session
         if segments:

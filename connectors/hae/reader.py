@@ -17,7 +17,10 @@ from email.policy import HTTP
 from pathlib import Path, PurePath
 from typing import Any
 
+import pyarrow as pa
+
 from common.errors import SourceFormatError
+from common.records import RecordBatch, Sample
 from connectors.hae.csvfiles import csv_kind, read_csv
 from connectors.hae.dates import BadDate, resolve_zone
 from connectors.hae.payload import Context, read_json
@@ -43,7 +46,47 @@ def read_export(
 
     ``zone``: the IANA zone CSV wall times are in (default: this machine's). ``content_type``
     and ``aggregation``: the push's Content-Type and ``automation-aggregation`` headers.
+    Samples come in batches of about ``BATCH_ROWS`` rows, whatever the files' sizes (a
+    folder of small daily files is written like one large file).
     """
+    return _coalesced(_records(path, progress, zone, payload, content_type, aggregation))
+
+
+BATCH_ROWS = 50_000
+
+
+def _coalesced(records: Iterator[Any]) -> Iterator[Any]:
+    """Consecutive sample batches merged up to BATCH_ROWS rows; other records as they come."""
+    pending: list[RecordBatch] = []
+    rows = 0
+
+    def merged() -> RecordBatch:
+        if len(pending) == 1:
+            return pending[0]
+        names = list(pending[0].columns)
+        return RecordBatch(Sample, {n: pa.concat_arrays([b.columns[n] for b in pending]) for n in names})
+
+    for rec in records:
+        if isinstance(rec, RecordBatch) and rec.record_type is Sample:
+            pending.append(rec)
+            rows += len(rec)
+            if rows >= BATCH_ROWS:
+                yield merged()
+                pending, rows = [], 0
+        else:
+            yield rec
+    if pending:
+        yield merged()
+
+
+def _records(
+    path: str | Path,
+    progress: Progress | None,
+    zone: str | None,
+    payload: bytes | None,
+    content_type: str | None,
+    aggregation: str | None,
+) -> Iterator[Any]:
     try:
         tz = resolve_zone(zone)
     except BadDate as exc:

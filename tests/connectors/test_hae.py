@@ -336,16 +336,17 @@ def test_raw_payloads_are_kept_as_received(rhythm_home, run_cli, tmp_path):
     imported(run_cli, path)
     kinds = {r["kind"]: r["n"] for r in sql(run_cli, "SELECT kind, count(*) AS n FROM raw_hae GROUP BY kind")}
     assert kinds["stateOfMind"] == 1 and kinds["workout"] == len(d.workouts)
-    water = sql(run_cli, "SELECT natural_key, payload FROM raw_hae WHERE natural_key LIKE 'dietary_water|%'")
-    assert len(water) == 1  # a metric Rhythm does not use: raw only
-    assert json.loads(water[0]["payload"])["data"] == next(
-        m["data"] for m in doc["data"]["metrics"] if m["name"] == "dietary_water")
+    for name in ("dietary_water", "step_count", "heart_rate"):  # used or not, every point is kept
+        rows = sql(run_cli, f"SELECT payload FROM raw_hae WHERE kind = 'metric' AND natural_key LIKE '{name}|%'")
+        pieces = [json.loads(r["payload"]) for r in rows]
+        assert all(len(p["data"]) <= 120 for p in pieces)  # small rows (payload.CHUNK_POINTS)
+        sent = next(m for m in doc["data"]["metrics"] if m["name"] == name)
+        assert {p["units"] for p in pieces} == {sent["units"]}
+        kept = sorted((pt for p in pieces for pt in p["data"]), key=lambda pt: pt["date"])
+        assert kept == sorted(sent["data"], key=lambda pt: pt["date"])
     stored = {r["metric"] for r in sql(run_cli, "SELECT DISTINCT metric FROM samples")}
     assert stored == {JSON_METRICS[m["name"]].metric for m in doc["data"]["metrics"]
                       if m["name"] in JSON_METRICS and m["data"]}  # dietary_water, time_in_daylight: raw only
-    steps = json.loads(one(run_cli, "SELECT payload FROM raw_hae WHERE natural_key LIKE 'step_count|%'"))
-    assert steps["units"] == "count" and steps["data"] == next(
-        m["data"] for m in doc["data"]["metrics"] if m["name"] == "step_count")
 
 
 # -- bad input: one line, nothing stored ---------------------------------------------------------

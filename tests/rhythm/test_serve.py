@@ -223,6 +223,9 @@ def test_it_will_not_start_without_a_secret(rhythm_home, run_cli, monkeypatch):
     monkeypatch.setenv("RHYTHM_HAE_SECRET", "short")
     code, _, err = run_cli("serve", "hae", "--port", "0")
     assert code == 2 and "16 characters" in err
+    monkeypatch.setenv("RHYTHM_HAE_SECRET", SECRET)
+    code, out, _ = run_cli("config", "show", "--json")
+    assert json.loads(out)["hae_secret"] == {"value": "***", "from": "env"} and SECRET not in out
 
 
 @pytest.mark.slow
