@@ -28,6 +28,7 @@ PACKAGES: list[str] = [
     "connectors.calendar",
     "connectors.garmin",
     "connectors.oura",
+    "connectors.hae",
 ]
 
 

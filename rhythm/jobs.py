@@ -107,6 +107,29 @@ def import_file(
     return writer.summary
 
 
+def import_payload(
+    settings: Settings, source: str, payload: bytes, name: str, **hints: str | None
+) -> WriteSummary:
+    """Import one pushed payload (the body of a request to `rhythm serve`) through the source's
+    file reader, all or nothing, like a file. ``name`` names it in errors and `runs`;
+    ``hints`` (content_type, aggregation, ...) go to the reader, which takes ``payload=``."""
+    import inspect
+
+    desc = registry.file_import(source)
+    reader = registry.resolve(desc.reader)
+    if "payload" not in inspect.signature(reader).parameters:
+        raise ConfigError(f"source {source!r} does not take pushed payloads")
+    options = {kw: settings.get(n) for kw, n in desc.options.items()}
+    options.update({k: v for k, v in hints.items() if v is not None})
+    with unit_of_work(settings, "import", source, name) as run:
+        writer = RecordWriter(run.db)
+        for record in reader(name, payload=payload, **options):
+            writer.add(record)
+        writer.flush()
+        run.summary = writer.summary.to_dict()
+    return writer.summary
+
+
 def _data_window(db: Database, settings: Settings) -> dict[str, datetime]:
     """The window recurring series are expanded in: the configured one around today, widened
     to the stored wearable data (a 2021 export meets its own 2021 calendar)."""

@@ -56,6 +56,11 @@ class Settings:
     ics_window_past_days: int = 730
     ics_window_future_days: int = 60
 
+    # Health Auto Export pushes (`rhythm serve hae`, 127.0.0.1 only)
+    hae_secret: str | None = None  # shared secret the app's REST automation sends (X-Rhythm-Secret header)
+    hae_port: int = 8990
+    hae_max_mb: float = 64.0  # larger request bodies get 413
+
     # Daemon
     sync_every_hours: float = 6.0
     morning_run_time: str = "07:00"

@@ -218,15 +218,28 @@ def _mount() -> None:
     """Commands that live in their own modules (each owned by its feature): a module exposes
     `register(app)` (top-level commands) or a Typer `app` mounted under its name. A module
     that fails to import fails the CLI loudly (never a silently missing command)."""
-    from rhythm.cli import agent, auth, config, daemon, demo, imports, mapping, sim, sync, train
-    from rhythm.cli.plan import app as plan_app
+    from rhythm.cli import (
+        agent,
+        auth,
+        config,
+        daemon,
+        demo,
+        imports,
+        mapping,
+        plan,
+        serve,
+        sim,
+        sync,
+        train,
+    )
 
     app.add_typer(imports.app, name="import")
     app.add_typer(auth.app, name="auth")
     app.add_typer(sim.app, name="sim")
     app.add_typer(train.app, name="train")
     app.add_typer(config.app, name="config")
-    app.add_typer(plan_app, name="plan")
+    app.add_typer(plan.app, name="plan")
+    app.add_typer(serve.app, name="serve")
     for mod in (sync, mapping, agent, daemon, demo):
         mod.register(app)
 

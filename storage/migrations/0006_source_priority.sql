@@ -20,14 +20,15 @@ INSERT INTO source_priority VALUES
     -- workouts: the device that tracked it with GPS and heart rate
     ('workouts', 'watch', 1), ('workouts', 'strap', 2), ('workouts', 'ring', 3), ('workouts', 'phone', 4), ('workouts', 'other', 5);
 
--- The kind of device behind a row: from the source, then the app/device name Apple Health
--- (and Health Auto Export) keep.
+-- The kind of device behind a row: from the source, then the app/device name and device
+-- string Apple Health keeps (`...model:Watch...`) and Health Auto Export's device list
+-- (`Apple Watch|iPhone`: a watch was among them).
 CREATE MACRO device_kind(src, name, dev) AS CASE
     WHEN src = 'oura' OR coalesce(name, '') ILIKE '%oura%' THEN 'ring'
     WHEN src = 'whoop' OR coalesce(name, '') ILIKE '%whoop%' THEN 'strap'
-    WHEN src = 'garmin' OR coalesce(name, '') ILIKE '%garmin%' OR coalesce(dev, '') ILIKE '%model:Watch%'
+    WHEN src = 'garmin' OR coalesce(name, '') ILIKE '%garmin%' OR coalesce(dev, '') ILIKE '%watch%'
          OR coalesce(name, '') ILIKE '%watch%' THEN 'watch'
-    WHEN coalesce(dev, '') ILIKE '%model:iPhone%' OR coalesce(name, '') ILIKE '%iphone%'
+    WHEN coalesce(dev, '') ILIKE '%iphone%' OR coalesce(name, '') ILIKE '%iphone%'
          OR coalesce(name, '') ILIKE '%phone%' THEN 'phone'
     ELSE 'other'
 END;
