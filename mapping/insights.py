@@ -43,7 +43,7 @@ from common.rows import SlotRow, StoredInputs
 from common.timeutil import slot_of
 from mapping.features import DataBundle, bundle_from_inputs, day_signals, union_min
 from mapping.rules import Rules, default_rules
-from mapping.stats import autocorrelation_inflation, bh_qvalues, days_for_power, lag1, welch
+from mapping.stats import bh_qvalues, days_for_power, inflation, welch
 
 MIN_DAYS = 3  # fewer days than this in either arm: not tested
 LAGS = (0, 1)
@@ -579,7 +579,7 @@ def compare(
                 yw, yo = y[w_mask], y[wo_mask]
                 c.mean_with, c.mean_without = float(yw.mean()), float(yo.mean())
                 resid = np.where(w_mask, y - c.mean_with, np.where(wo_mask, y - c.mean_without, np.nan))
-                c.inflation = autocorrelation_inflation(lag1(np.where(ok, x, np.nan)), lag1(resid))
+                c.inflation = inflation(np.where(ok, x, np.nan), resid)
                 w = welch(yw, yo, c.inflation)
                 if w is None:
                     c.status = NO_VARIATION
@@ -620,3 +620,26 @@ def when_text(c: Comparison | Mapping[str, Any]) -> str:
     """'same day' / 'next day' (a night's sleep belongs to the day it ends on)."""
     lag = c.lag_days if isinstance(c, Comparison) else c["lag_days"]
     return "same day" if lag == 0 else "next day" if lag == 1 else f"{lag} days later"
+
+
+def format_effect(value: float | None, unit: str, sign: bool = True) -> str:
+    """An effect (or a bound) in its unit: meters with two decimals, minutes whole, ms and
+    bpm with one decimal."""
+    if value is None:
+        return "-"
+    s = "+" if sign else ""
+    if unit == "meter":
+        return f"{value:{s}.2f}"
+    if unit == "min":
+        return f"{value:{s}.0f} min"
+    return f"{value:{s}.1f} {unit}"
+
+
+def effect_text(d: Mapping[str, Any]) -> str:
+    """A finding's effect with its interval: '+0.15 [+0.09, +0.21]', '-42 min [-60, -24]'."""
+    unit = d["effect_unit"]
+    head = format_effect(d["effect"], unit)
+    if not d.get("ci95"):
+        return head
+    lo, hi = (format_effect(v, unit).split(" ")[0] for v in d["ci95"])
+    return f"{head} [{lo}, {hi}]"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
@@ -99,30 +100,67 @@ def t_ppf(q: float, df: float) -> float:
     return t
 
 
+@lru_cache(maxsize=4096)
+def _t975(df: float) -> float:
+    return t_ppf(0.975, df)
+
+
 # -- autocorrelated days -------------------------------------------------------------------------
+def autocorrelations(values: np.ndarray, max_lag: int) -> np.ndarray:
+    """Autocorrelations at lags 1..max_lag of a daily series with gaps (NaN): the mean
+    product of centred values ``lag`` days apart over the pairs that both have a value,
+    over their mean square. 0 at a lag with fewer than six such pairs (too few to say)."""
+    v = np.asarray(values, dtype=float)
+    ok = np.isfinite(v)
+    out = np.zeros(max_lag)
+    n = int(ok.sum())
+    if n < 7:
+        return out
+    c = np.where(ok, v - v[ok].mean(), 0.0)
+    var = float(c @ c) / n
+    if var <= 0:
+        return out
+    okf = ok.astype(float)
+    for k in range(1, min(max_lag, len(v) - 1) + 1):
+        pairs = float(okf[:-k] @ okf[k:])
+        if pairs >= 6:
+            out[k - 1] = max(-1.0, min(1.0, float(c[:-k] @ c[k:]) / pairs / var))
+    return out
+
+
+def autocorrelation(values: np.ndarray, lag: int = 1) -> float:
+    """The autocorrelation at one lag (``autocorrelations``)."""
+    return 0.0 if lag < 1 else float(autocorrelations(values, lag)[lag - 1])
+
+
 def lag1(values: np.ndarray) -> float:
-    """Lag-1 autocorrelation of a daily series with gaps (NaN): the correlation of each day
-    with the next, over pairs of consecutive days that both have a value. 0 with fewer than
-    six such pairs (too few to say)."""
-    a, b = values[:-1], values[1:]
-    ok = np.isfinite(a) & np.isfinite(b)
-    if ok.sum() < 6:
-        return 0.0
-    a, b = a[ok], b[ok]
-    a, b = a - a.mean(), b - b.mean()
-    den = math.sqrt(float((a * a).sum()) * float((b * b).sum()))
-    return 0.0 if den == 0 else float((a * b).sum()) / den
+    """The lag-1 autocorrelation (``autocorrelation(values, 1)``)."""
+    return autocorrelation(values, 1)
 
 
 def autocorrelation_inflation(r_factor: float, r_outcome: float) -> float:
     """Variance inflation of a difference of means when both the factor and the outcome are
-    autocorrelated (Bartlett's formula for two AR(1) series: (1 + rx ry) / (1 - rx ry)).
-    Never below 1: a negative product does not shrink the interval."""
+    autocorrelated, for two AR(1) series (Bartlett: (1 + rx ry) / (1 - rx ry)). Never below
+    1: a negative product does not shrink the interval."""
     p = max(-0.95, min(0.95, r_factor)) * max(-0.95, min(0.95, r_outcome))
     if p <= 0:
         return 1.0
     p = min(p, 0.9)
     return (1.0 + p) / (1.0 - p)
+
+
+MAX_INFLATION = 19.0  # (1 + 0.9) / (1 - 0.9)
+
+
+def inflation(factor: np.ndarray, residuals: np.ndarray, max_lag: int = 7) -> float:
+    """How much autocorrelated days widen the interval: the larger of the AR(1) formula and
+    Bartlett's sum over the first ``max_lag`` lags, 1 + 2 sum_k r_x(k) r_y(k) (a week: the
+    meters' 7-day signals fade over a week, not geometrically). Between 1 and MAX_INFLATION.
+    ``factor`` is 1/0 (NaN unknown), ``residuals`` the outcome minus its arm's mean."""
+    rx, ry = autocorrelations(factor, max_lag), autocorrelations(residuals, max_lag)
+    ar1 = autocorrelation_inflation(float(rx[0]), float(ry[0]))
+    total = 1.0 + 2.0 * float(rx @ ry)
+    return min(MAX_INFLATION, max(1.0, ar1, total))
 
 
 # -- the comparison ------------------------------------------------------------------------------
@@ -154,6 +192,7 @@ def welch(with_: Sequence[float] | np.ndarray, without: Sequence[float] | np.nda
     pooled_var = ((n1 - 1) * v1 + (n2 - 1) * v2) / (n1 + n2 - 2)
     # Each arm's variance is at least the pooled one: three days that happen to agree would
     # otherwise give a tiny standard error with the other arm's many degrees of freedom.
+    # The degrees of freedom stay Welch's (each arm's n - 1): conservative for a small arm.
     s1, s2 = max(v1, pooled_var) / n1, max(v2, pooled_var) / n2
     if s1 + s2 <= 0:
         return None
@@ -163,7 +202,7 @@ def welch(with_: Sequence[float] | np.ndarray, without: Sequence[float] | np.nda
     effect = m1 - m2
     t = effect / se
     p = min(1.0, 2.0 * t_sf(abs(t), df))
-    half = t_ppf(0.975, df) * se
+    half = _t975(round(df, 2)) * se
     return Welch(effect, se, df, (effect - half, effect + half), p, math.sqrt(pooled_var),
                  math.sqrt(s1 * n1), math.sqrt(s2 * n2))
 

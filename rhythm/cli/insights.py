@@ -27,29 +27,6 @@ def _day(value: str | None) -> date | None:
         raise ConfigError(f"--since: expected a day as YYYY-MM-DD, got {value!r}") from None
 
 
-def fmt_effect(value: float | None, unit: str, sign: bool = True) -> str:
-    """An effect (or a bound) in its unit: meters with two decimals, minutes whole, ms and
-    bpm with one decimal."""
-    if value is None:
-        return "-"
-    s = "+" if sign else ""
-    if unit == "meter":
-        return f"{value:{s}.2f}"
-    if unit == "min":
-        return f"{value:{s}.0f} min"
-    return f"{value:{s}.1f} {unit}"
-
-
-def effect_text(d: dict[str, Any]) -> str:
-    """'+0.15 [+0.09, +0.21]' or '-42 min [-60, -24]'."""
-    unit = d["effect_unit"]
-    head = fmt_effect(d["effect"], unit)
-    if not d.get("ci95"):
-        return head
-    lo, hi = (fmt_effect(v, unit).split(" ")[0] for v in d["ci95"])
-    return f"{head} [{lo}, {hi}]"
-
-
 def fmt_q(q: float | None) -> str:
     if q is None:
         return "-"
@@ -86,7 +63,7 @@ def _pair(d: dict[str, Any], when: str) -> Text:
 
 
 def render(result: Any) -> None:
-    from mapping.insights import MIN_DAYS, when_text
+    from mapping.insights import MIN_DAYS, effect_text, format_effect, when_text
 
     if result.first_day is None:
         console.print("no meters yet: import data, then run `rhythm map`", highlight=False)
@@ -135,7 +112,7 @@ def render(result: Any) -> None:
         table = _table("factor -> meter", "effect", "q", "more days needed")
         for c in closest:
             d = c.to_dict()
-            table.add_row(_pair(d, when_text(c)), cell(fmt_effect(d["effect"], d["effect_unit"])),
+            table.add_row(_pair(d, when_text(c)), cell(format_effect(d["effect"], d["effect_unit"])),
                           cell(fmt_q(d["q_value"])), cell(_more(d["more_days_needed"])))
         console.print(table)
 

@@ -186,15 +186,17 @@ def _mount() -> None:
     """Commands that live in their own modules (each owned by its feature): a module exposes
     `register(app)` (top-level commands) or a Typer `app` mounted under its name. A module
     that fails to import fails the CLI loudly (never a silently missing command)."""
-    from rhythm.cli import agent, auth, config, daemon, demo, imports, insights, mapping, sim, sync, train
+    import rhythm.cli.insights as insights_cli
+    from rhythm.cli import agent, auth, config, daemon, demo, imports, mapping, sim, sync, train
 
     app.add_typer(imports.app, name="import")
     app.add_typer(auth.app, name="auth")
     app.add_typer(sim.app, name="sim")
     app.add_typer(train.app, name="train")
     app.add_typer(config.app, name="config")
-    for mod in (sync, mapping, agent, daemon, demo, insights):
+    for mod in (sync, mapping, agent, daemon, demo):
         mod.register(app)
+    insights_cli.register(app)
 
 
 _mount()
