@@ -62,11 +62,14 @@ def _pair(d: dict[str, Any], when: str) -> Text:
     return Text(f"{plain(d['factor'])}\n-> {plain(d['meter'])}, {when}")
 
 
-def render(result: Any) -> None:
+def render(result: Any, since: date | None = None) -> None:
     from mapping.insights import MIN_DAYS, effect_text, format_effect, when_text
 
     if result.first_day is None:
-        console.print("no meters yet: import data, then run `rhythm map`", highlight=False)
+        if since is not None:
+            console.print(f"no days with meters on or after {since}", highlight=False)
+        else:
+            console.print("no meters yet: import data, then run `rhythm map`", highlight=False)
         return
     tested = len(result.tested)
     findings = result.findings
@@ -139,5 +142,5 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print_json(find_insights(settings, factor or None, _day(since), q_max=max_q, include_all=all_))
             return
-        render(run_insights(settings, factor or None, _day(since), q_max=max_q))
+        render(run_insights(settings, factor or None, _day(since), q_max=max_q), _day(since))
 

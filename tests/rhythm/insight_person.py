@@ -43,10 +43,10 @@ def _at(d: date, h: float) -> datetime:
     return datetime.combine(d, time(0), tzinfo=TZ) + timedelta(minutes=round(h * 60))
 
 
-def planted_days(seed: int = 7) -> Planted:
+def planted_days(seed: int = 7, days: int = DAYS) -> Planted:
     rng = random.Random(seed)
     p = Planted()
-    for i in range(DAYS):
+    for i in range(days):
         d = FIRST + timedelta(days=i)
         if rng.random() < 0.35:
             p.run.add(d)
@@ -59,11 +59,12 @@ def planted_days(seed: int = 7) -> Planted:
     return p
 
 
-def records(seed: int = 7):
-    """Every record of the person (wearable and calendar), in the shapes importers yield."""
-    p = planted_days(seed)
+def records(seed: int = 7, days: int = DAYS):
+    """Every record of the person (wearable and calendar) over ``days`` days, in the shapes
+    importers yield."""
+    p = planted_days(seed, days)
     rng = random.Random(seed * 1000 + 1)
-    for i in range(DAYS + 1):
+    for i in range(days + 1):
         d = FIRST + timedelta(days=i)
         y = d - timedelta(days=1)
         # the night ending on d: shorter after yesterday's late meeting
@@ -76,7 +77,7 @@ def records(seed: int = 7):
         hrv = rng.gauss(50, 6) + (10 if y in p.run else 0)
         yield Sample("whoop", "hrv_rmssd", wake, wake, hrv, "ms", d, tz_offset_min=off)
         yield Sample("whoop", "resting_heart_rate", wake, wake, rng.gauss(56, 2), "bpm", d, tz_offset_min=off)
-        if i == DAYS:
+        if i == days:
             break
         for h in range(8, 22, 2):
             t = _at(d, h)

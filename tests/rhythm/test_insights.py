@@ -179,3 +179,9 @@ def test_report_titles_are_escaped_for_html_and_mathtext():
     html_out, has, plots = section_insights(ReportData(LAST, FIRST, datetime.now(UTC), "db", insights=res))
     assert has and plots == 1
     assert "<script>" not in html_out and "&lt;script&gt;alert(1)&lt;/script&gt; $\\frac{$ &amp; co" in html_out
+
+
+def test_since_after_the_last_day(cli):
+    code, out, err = cli("--since", (LAST + timedelta(days=30)).isoformat())
+    assert code == 0, err
+    assert "no days with meters on or after" in out
