@@ -394,6 +394,7 @@ def daily_table(
 
 
 def _factor_value(f, d, by_slot, mapped, covered, titled, workouts, b: DataBundle, is_meeting, sleep_facts):
+    """True / False for factor ``f`` on day ``d``, None when it cannot be known that day."""
     if f.kind == "action":
         if d not in mapped:
             return None
@@ -431,6 +432,8 @@ FINDING, NOT_SIGNIFICANT, NOT_ENOUGH_DAYS, NO_VARIATION = "finding", "not_signif
 
 @dataclass
 class Comparison:
+    """One factor x outcome x lag: its days, and once tested its effect, interval, p and q."""
+
     factor: Factor
     outcome: Outcome
     lag_days: int
@@ -446,8 +449,8 @@ class Comparison:
     effect_size: float | None = None  # effect / pooled standard deviation (Cohen's d)
     inflation: float = 1.0  # variance inflation for autocorrelated days
     more_days: tuple[int, int] | None = None  # (with, without) still needed; None: no effect seen
-    _sd: tuple[float, float] = (0.0, 0.0)
-    _df: float = math.inf
+    arm_sd: tuple[float, float] = (0.0, 0.0)  # each arm's spread as the test used it
+    df: float = math.inf  # the test's degrees of freedom
 
     def to_dict(self) -> dict[str, Any]:
         def r(v: float | None, nd: int = 4) -> float | None:
@@ -586,7 +589,7 @@ def compare(
                     continue
                 c.effect, c.ci95, c.p_value = w.effect, w.ci95, w.p_value
                 c.effect_size = w.effect / w.sd_pooled if w.sd_pooled > 0 else None
-                c._sd, c._df = (w.sd_with, w.sd_without), w.df
+                c.arm_sd, c.df = (w.sd_with, w.sd_without), w.df
     tested = result.tested
     for c, q in zip(tested, bh_qvalues([c.p_value for c in tested]), strict=True):
         c.q_value = q
@@ -597,7 +600,7 @@ def compare(
         if c.status == FINDING:
             c.more_days = (0, 0)
         else:
-            c.more_days = days_for_power(c.effect, *c._sd, c.n_with, c.n_without, alpha, power, c.inflation, c._df)
+            c.more_days = days_for_power(c.effect, *c.arm_sd, c.n_with, c.n_without, alpha, power, c.inflation, c.df)
     return result
 
 
