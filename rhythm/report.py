@@ -1,7 +1,8 @@
 """`rhythm report`: one self-contained HTML file about the last N days.
 
 Sections: today's plan with its belief and the evidence behind it; the five meters per
-slot over time; what the person did (slot actions, workouts, calendar); the
+slot over time; what moves the meters (`rhythm insights`' findings as a forest plot); what
+the person did (slot actions, workouts, calendar); the
 recommendations with their accept/ignore answers; the belief over time with its
 uncertainty band; and the data behind it all (rows per source and day).
 
@@ -52,6 +53,7 @@ class ReportData:
     coverage: list[dict[str, Any]] = field(default_factory=list)
     events_near_today: list[dict[str, Any]] = field(default_factory=list)
     tz: Any = UTC
+    insights: Any = None  # mapping.insights.InsightResult over every day with meters
 
     @property
     def today_plan(self) -> list[dict[str, Any]]:
@@ -102,6 +104,9 @@ def gather(settings: Settings, today: date, days: int) -> ReportData:
         for k in ("evidence", "expected_effect"):
             if isinstance(r.get(k), str):
                 r[k] = json.loads(r[k])
+    from rhythm.insights import run_insights
+
+    data.insights = run_insights(settings)
     return data
 
 
@@ -279,6 +284,74 @@ def coverage_plot(data: ReportData) -> str | None:
     ax.set_ylabel("rows", fontsize=8)
     ax.legend(fontsize=7, ncols=4, loc="upper left", frameon=False)
     return _png(fig, "rows per source and day")
+
+
+INSIGHTS_SHOWN = 12
+UNIT_AXIS = {"meter": "difference in meter units (0-1; 0.5 = usual for you)", "min": "difference in minutes of sleep",
+             "ms": "difference in ms of HRV", "bpm": "difference in bpm of resting heart rate"}
+
+
+def _finding_label(c: Any) -> str:
+    from mapping.insights import when_text
+
+    return _mpl_text(f"{c.factor.name} -> {c.outcome.name}, {when_text(c)}")[:70]
+
+
+def insights_plot(findings: list[Any]) -> str | None:
+    """A forest plot: each finding's effect (days with minus days without) with its 95 %
+    interval, one panel per unit, the most certain finding on top."""
+    if not findings:
+        return None
+    units = [u for u in UNIT_AXIS if any(c.outcome.unit == u for c in findings)]
+    rows = {u: [c for c in findings if c.outcome.unit == u] for u in units}
+    fig = _figure(9.4, 0.9 + 0.32 * len(findings) + 0.5 * len(units))
+    grid = fig.add_gridspec(len(units), 1, height_ratios=[len(rows[u]) + 1.2 for u in units])
+    for k, u in enumerate(units):
+        ax = fig.add_subplot(grid[k])
+        cs = rows[u]
+        ys = list(range(len(cs)))[::-1]
+        for y, c in zip(ys, cs, strict=True):
+            base = c.outcome.name.split("@")[0]
+            color = METER_COLORS.get(base, "#555555")
+            ax.plot([c.ci95[0], c.ci95[1]], [y, y], color=color, lw=2.2, solid_capstyle="butt")
+            ax.plot([c.effect], [y], "o", color=color, markersize=5)
+        ax.axvline(0.0, color="#888888", lw=0.8, ls="--")
+        ax.set_yticks(ys, [_finding_label(c) for c in cs], fontsize=7.5)
+        ax.set_ylim(-0.7, len(cs) - 0.3)
+        ax.set_xlabel(UNIT_AXIS[u], fontsize=8)
+        ax.tick_params(axis="x", labelsize=7.5)
+        ax.grid(axis="x", alpha=0.25)
+    return _png(fig, "what moves your meters: effects with 95% intervals")
+
+
+def section_insights(data: ReportData) -> tuple[str, bool, int]:
+    from mapping.insights import effect_text, when_text
+
+    res = data.insights
+    out = ["<h2>What moves your meters</h2>"]
+    if res is None or res.first_day is None:
+        out.append(empty("No meters yet, so nothing to compare. Import data and run `rhythm map`."))
+        return "\n".join(out), False, 0
+    findings = res.findings[:INSIGHTS_SHOWN]
+    out.append(
+        f'<p class="note">Days with a factor against days without it, over all {res.days} days with meters '
+        f"({res.first_day} to {res.last_day}; {len(res.tested):,} comparisons tested). A finding has a q-value "
+        f"below {res.q_max:g} (Benjamini-Hochberg over every comparison). Correlation, not cause: days with a "
+        "factor differ in other ways too. `rhythm insights` lists them all and how many more days the others "
+        "need.</p>")
+    if not findings:  # still a result: the comparisons ran and found nothing yet
+        out.append(empty(f"No finding at q < {res.q_max:g} yet over {res.days} days "
+                         f"({len(res.tested):,} comparisons tested)."))
+        return "\n".join(out), bool(res.tested), 0
+    plot = insights_plot(findings)
+    out.append(f"<figure>{plot}</figure>")
+    rows = []
+    for c in findings:
+        d = c.to_dict()
+        rows.append([d["factor"], d["meter"], when_text(c), effect_text(d), f"{d['n_with']} / {d['n_without']}",
+                     f"{d['q_value']:.2g}"])
+    out.append(table(["factor", "meter", "when", "effect [95% interval]", "days with / without", "q"], rows))
+    return "\n".join(out), True, 1
 
 
 # -- HTML ------------------------------------------------------------------------------------
@@ -497,15 +570,16 @@ footer{color:#888;font-size:12px;text-align:center;margin:20px 0}
 def render(data: ReportData) -> tuple[str, dict[str, bool], int]:
     plan_html, has_plan, n0 = section_plan(data)
     meters_html, has_meters, n1 = section_meters(data)
+    insights_html, has_insights, n5 = section_insights(data)
     did_html, has_did, n2 = section_did(data)
     recs_html, has_recs = section_recommendations(data)
     belief_html, has_belief, n3 = section_belief(data)
     data_html, has_data, n4 = section_data(data)
-    sections = {"plan": has_plan, "meters": has_meters, "did": has_did, "recommendations": has_recs,
-                "belief": has_belief, "data": has_data}
+    sections = {"plan": has_plan, "meters": has_meters, "insights": has_insights, "did": has_did,
+                "recommendations": has_recs, "belief": has_belief, "data": has_data}
     body = "\n".join(
         f'<section id="{sid}">{h}</section>'
-        for sid, h in (("plan", plan_html), ("meters", meters_html), ("did", did_html),
+        for sid, h in (("plan", plan_html), ("meters", meters_html), ("insights", insights_html), ("did", did_html),
                        ("recommendations", recs_html), ("belief", belief_html), ("data", data_html))
     )
     page = f"""<!DOCTYPE html>
@@ -527,7 +601,7 @@ def render(data: ReportData) -> tuple[str, dict[str, bool], int]:
 </body>
 </html>
 """
-    return page, sections, n0 + n1 + n2 + n3 + n4
+    return page, sections, n0 + n1 + n2 + n3 + n4 + n5
 
 
 def write_report(

@@ -225,6 +225,7 @@ def _mount() -> None:
         daemon,
         demo,
         imports,
+        insights,
         mapping,
         plan,
         serve,
@@ -240,7 +241,7 @@ def _mount() -> None:
     app.add_typer(config.app, name="config")
     app.add_typer(plan.app, name="plan")
     app.add_typer(serve.app, name="serve")
-    for mod in (sync, mapping, agent, daemon, demo):
+    for mod in (sync, mapping, agent, daemon, demo, insights):
         mod.register(app)
 
 

@@ -29,7 +29,7 @@ def test_demo_prints_a_plan_and_writes_the_report(rhythm_home, tmp_path, run_cli
     assert "Plan for Wednesday 26 Mar 2025 (Europe/Amsterdam)" in out  # the timeline
     assert "Team stand-up" in out and "Movie night" in out  # her commitments in it
     assert re.search(r"social 0\.\d\d ±\s?0\.\d\d", out)  # the belief with its uncertainty
-    m = re.search(r"report (\S+report\.html) \((\d)/6 sections with data, (\d+) plots\)", out)
+    m = re.search(r"report (\S+report\.html) \((\d)/7 sections with data, (\d+) plots\)", out)
     assert m and m.group(1) == str(home / "report.html") and int(m.group(3)) >= 6
     page = (home / "report.html").read_text()
     assert "Today's plan" in page and "No plan for" not in page

@@ -41,8 +41,8 @@ def full_report(tmp_path_factory):
 
 
 def test_every_section_has_data_and_the_plots_are_real_pngs(full_report):
-    assert full_report.sections == {"plan": True, "meters": True, "did": True, "recommendations": True,
-                                    "belief": True, "data": True}
+    assert full_report.sections == {"plan": True, "meters": True, "insights": True, "did": True,
+                                    "recommendations": True, "belief": True, "data": True}
     page = full_report.path.read_text()
     imgs = IMG_RE.findall(page)
     assert full_report.plots == len(imgs) == 8  # the day, 4 slots, actions, belief, coverage
