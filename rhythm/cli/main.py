@@ -229,6 +229,9 @@ def _mount() -> None:
     app.add_typer(plan_app, name="plan")
     for mod in (sync, mapping, agent, daemon, demo):
         mod.register(app)
+    from rhythm.cli import mcp as mcp_cli  # `rhythm mcp` (docs/mcp.md)
+
+    mcp_cli.register(app)
 
 
 _mount()
