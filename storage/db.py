@@ -668,6 +668,11 @@ class Database:
         except duckdb.Error as exc:
             raise StorageError(f"SQL error: {_first_line(exc)}") from None
 
+    def interrupt(self) -> None:
+        """Stop the statement running on this connection (called from another thread: the
+        statement then fails with an interrupt error)."""
+        self.con.interrupt()
+
     def tables(self) -> list[str]:
         return [
             r[0]

@@ -172,16 +172,19 @@ class QueryResult(BaseModel):
 
 # -- get_insights ------------------------------------------------------------------------------
 class Insight(BaseModel):
+    """One factor x meter x lag tested by `rhythm insights` (other keys it gives pass through)."""
+
     model_config = ConfigDict(extra="allow")
 
     factor: str
     meter: str
-    lag_days: int | None = None
-    effect: float | None = None
-    ci95: list[float | None] | None = None
-    n_with: int | None = None
-    n_without: int | None = None
-    q_value: float | None = None
+    lag_days: int | None = Field(None, description="0: the same day; 1: the next day.")
+    effect: float | dict[str, Any] | None = Field(
+        None, description="Mean with the factor minus mean without it (meter units, where given also the underlying unit).")
+    ci95: list[float | None] | dict[str, Any] | None = Field(None, description="95% interval of the effect.")
+    n_with: int | None = Field(None, description="Days with the factor.")
+    n_without: int | None = Field(None, description="Days without it.")
+    q_value: float | None = Field(None, description="Benjamini-Hochberg q-value over everything tested.")
 
 
 class InsightsResult(BaseModel):

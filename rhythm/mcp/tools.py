@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from common.errors import ConfigError, RhythmError
+from common.errors import ConfigError, RhythmError, StorageError
 from common.records import METERS, SLOTS
 from rhythm.mcp.models import (
     ActionAnswers,
@@ -39,6 +40,7 @@ from storage import open_db
 from storage.db import Database
 
 MAX_ROWS = 5000  # query_sql's ceiling for max_rows
+QUERY_TIMEOUT_S = 30.0  # query_sql stops a statement running longer
 MAX_DAYS = 31  # get_meters' ceiling for days
 BELIEFS = ("social", "morning", "work")
 SCALE = ("0 to 1 per slot; 0.5 is usual for this person (measured against their own baseline), "
@@ -332,14 +334,34 @@ def record_feedback(settings: Settings, recommendation_id: int, response: str) -
 
 
 # -- query_sql ---------------------------------------------------------------------------------
-def query_sql(settings: Settings, sql: str, max_rows: int = 200) -> QueryResult:
+def query_sql(
+    settings: Settings, sql: str, max_rows: int = 200, timeout_s: float = QUERY_TIMEOUT_S
+) -> QueryResult:
     """Read-only SQL through the same guard as `rhythm sql` (a sandboxed read-only connection,
-    ``Database.query``), at most ``max_rows`` rows."""
+    ``Database.query``), at most ``max_rows`` rows, stopped after ``timeout_s`` seconds (a
+    reader holds the database: the daemon could not write while a runaway query runs)."""
     if not 1 <= int(max_rows) <= MAX_ROWS:
         raise ConfigError(f"max_rows: expected 1 to {MAX_ROWS}, got {max_rows}")
     _need_database(settings)
     with _reader(settings) as db:
-        columns, rows = db.query(sql, max_rows=int(max_rows) + 1)
+        stopped = threading.Event()
+
+        def stop() -> None:
+            stopped.set()
+            db.interrupt()
+
+        timer = threading.Timer(timeout_s, stop)
+        timer.daemon = True
+        timer.start()
+        try:
+            columns, rows = db.query(sql, max_rows=int(max_rows) + 1)
+        except StorageError:
+            if stopped.is_set():
+                raise StorageError(f"query stopped after {timeout_s:g} s: narrow it (a WHERE on local_day, "
+                                   "an aggregate, a LIMIT)") from None
+            raise
+        finally:
+            timer.cancel()
     truncated = len(rows) > max_rows
     rows = rows[:max_rows]
     note = None

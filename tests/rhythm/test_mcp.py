@@ -30,6 +30,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from common.errors import RhythmError
 from common.records import METERS, SLOTS, Event, Workout
 from rhythm import jobs
 from rhythm.settings import load_settings
@@ -312,6 +313,19 @@ def test_query_sql_refuses_writes_and_file_access_and_caps_rows(busy, tmp_path):
     counts = _counts(busy)
     _run(busy.home, body)
     assert _counts(busy) == counts and not out.exists() and not (tmp_path / "x.duckdb").exists()
+
+
+def test_a_runaway_query_is_stopped_and_releases_the_database(busy):
+    from rhythm.mcp import tools
+
+    runaway = "SELECT count(*) FROM range(1000000) a, range(1000000) b WHERE a.range + b.range = 7"
+    started = time.monotonic()
+    with pytest.raises(RhythmError, match=r"query stopped after 0.5 s"):
+        tools.query_sql(busy, runaway, timeout_s=0.5)
+    assert time.monotonic() - started < 20
+    with open_db(busy.database) as db:  # a writer gets in right after
+        assert db.row_counts()["feedback"] >= 0
+    assert tools.query_sql(busy, "SELECT 42 AS x", timeout_s=0.5).rows == [[42]]
 
 
 def _counts(settings) -> dict[str, int]:
