@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from rhythm.cli._common import err_console, get_settings
@@ -27,5 +29,8 @@ def register(app: typer.Typer) -> None:
             err_console.print(f"Rhythm MCP server listening on {url} (127.0.0.1 only; Ctrl-C stops it)",
                               highlight=False, soft_wrap=True)
 
+        if not http and sys.stdin.isatty():
+            err_console.print("rhythm mcp speaks the Model Context Protocol on stdin/stdout: an MCP client starts it "
+                              "(docs/mcp.md shows the configuration). Ctrl-C stops it.", highlight=False, soft_wrap=True)
         serve(get_settings(ctx), http=http, host=host or HOST, port=DEFAULT_PORT if port is None else port,
               on_ready=ready)

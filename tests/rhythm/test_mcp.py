@@ -29,6 +29,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from common.errors import RhythmError
 from common.records import METERS, SLOTS, Event, Workout
@@ -94,15 +95,18 @@ def _env(home: Path) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def _stdio(home: Path) -> AsyncIterator[Client]:
+async def _stdio(home: Path, mode: str = "auto") -> AsyncIterator[Client]:
     params = StdioServerParameters(command=sys.executable, args=["-m", "rhythm", "mcp"], env=_env(home), cwd=REPO)
-    async with Client(params, read_timeout_seconds=120) as client:
+    async with Client(params, read_timeout_seconds=120, mode=mode) as client:
         yield client
 
 
-def _run(home: Path, body: Callable[[Client], Awaitable[None]]) -> None:
+def _run(home: Path, body: Callable[[Client], Awaitable[None]], mode: str = "auto") -> None:
+    """Run ``body`` against a fresh `python -m rhythm mcp` over stdio. ``mode="legacy"``: the
+    initialize handshake of the clients of 2024-2025 (Claude Desktop and most others)."""
+
     async def main() -> None:
-        async with _stdio(home) as client:
+        async with _stdio(home, mode) as client:
             await body(client)
 
     anyio.run(main)
@@ -246,6 +250,7 @@ def test_plan_meters_explanation_and_feedback_over_stdio(busy):
 
 def test_bad_inputs_are_tool_errors_and_the_server_carries_on(busy):
     async def body(client: Client) -> None:
+        assert client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS  # an initialize-era client
         assert "no recommendation with id 987654" in await _error(client, "explain_recommendation", id=987654)
         assert "no recommendation with id 987654" in await _error(client, "record_feedback", id=987654,
                                                                    response="accept")
@@ -260,7 +265,7 @@ def test_bad_inputs_are_tool_errors_and_the_server_carries_on(busy):
         assert status["database_state"] == "ok"
 
     before = _feedback_rows(busy)
-    _run(busy.home, body)
+    _run(busy.home, body, mode="legacy")
     assert _feedback_rows(busy) == before
 
 
