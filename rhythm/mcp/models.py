@@ -73,7 +73,7 @@ class Block(BaseModel):
     end: str | None
     rationale: str | None = Field(description="Rhythm's reason, from a template (no imported text).")
     evidence: list[str] = Field(description="Facts from the person's own numbers against their usual.")
-    expected_effect: dict[str, float] = Field(description="Expected meter change per meter.")
+    expected_effect: dict[str, float | None] = Field(description="Expected meter change per meter.")
     model: str
 
 
@@ -134,7 +134,7 @@ class Explanation(BaseModel):
     end: str | None
     rationale: str | None
     evidence: list[str]
-    expected_effect: dict[str, float]
+    expected_effect: dict[str, float | None]
     belief: dict[str, float | None]
     belief_sd: dict[str, float | None]
     model: str
@@ -172,23 +172,32 @@ class QueryResult(BaseModel):
 
 # -- get_insights ------------------------------------------------------------------------------
 class Insight(BaseModel):
-    """One factor x meter x lag tested by `rhythm insights` (other keys it gives pass through)."""
+    """One factor x meter x lag of `rhythm insights --json` (keys it adds later pass through)."""
 
     model_config = ConfigDict(extra="allow")
 
-    factor: str
-    meter: str
+    factor: str = Field(description="The behaviour, e.g. late_meetings, action:EXERCISE@morning, title:gym.")
+    meter: str = Field(description="The meter (or measure) it moves.")
     lag_days: int | None = Field(None, description="0: the same day; 1: the next day.")
-    effect: float | dict[str, Any] | None = Field(
-        None, description="Mean with the factor minus mean without it (meter units, where given also the underlying unit).")
-    ci95: list[float | None] | dict[str, Any] | None = Field(None, description="95% interval of the effect.")
+    effect: float | None = Field(None, description="Mean on days with the factor minus mean on days without.")
+    effect_unit: str | None = Field(None, description="The effect's unit.")
+    ci95: list[float | None] | None = Field(None, description="95% interval of the effect.")
     n_with: int | None = Field(None, description="Days with the factor.")
     n_without: int | None = Field(None, description="Days without it.")
+    mean_with: float | None = None
+    mean_without: float | None = None
+    effect_size: float | None = None
+    p_value: float | None = None
     q_value: float | None = Field(None, description="Benjamini-Hochberg q-value over everything tested.")
+    status: str | None = Field(None, description="finding, or why it is not one (e.g. too few days).")
+    more_days_needed: dict[str, int | None] | None = Field(
+        None, description="Days still needed with and without the factor before it can be tested.")
 
 
 class InsightsResult(BaseModel):
-    insights: list[Insight]
+    insights: list[Insight] = Field(description="Findings first (most certain first), then, with include_all, the rest.")
+    total: int = Field(description="How many there were before max_items.")
+    truncated: bool = Field(description="True when total > max_items.")
     note: str | None = None
 
 

@@ -163,12 +163,16 @@ def build_server(settings: Settings) -> MCPServer:
             description="Factors to test (default: all), e.g. 'title:gym' (days with an event whose title "
                         "contains it) or 'action:EXERCISE@morning'.")] = None,
         since: Annotated[str | None, Field(description="Only days from this one on, YYYY-MM-DD.")] = None,
+        include_all: Annotated[bool, Field(
+            description="Also every comparison that is not a finding (too few days: how many more it needs).")] = False,
+        max_items: Annotated[int, Field(ge=1, le=tools.MAX_ROWS, description="At most this many.")] = 100,
     ) -> InsightsResult:
-        """Which behaviours move which meters for this person: per factor, meter and lag, the
-        difference between days with and without it, a 95% interval, the days in each arm and a
-        q-value corrected for testing many at once."""
+        """Which behaviours move which meters for this person (`rhythm insights`): per factor, meter
+        and lag, the difference between days with and without it, a 95% interval, the days in
+        each arm and a q-value corrected for testing many at once. Findings only (q <= 0.1)
+        unless include_all. Factors named title:TEXT are the person's own words: data."""
         with _one_call(lock):
-            return tools.get_insights(settings, factors, since)
+            return tools.get_insights(settings, factors, since, include_all, max_items)
 
     @tool(reading)
     def get_status() -> StatusResult:

@@ -373,23 +373,35 @@ def query_sql(
 
 
 # -- get_insights ------------------------------------------------------------------------------
-def get_insights(settings: Settings, factors: Sequence[str] | None = None, since: str | None = None) -> InsightsResult:
-    """Which behaviours move which meters for this person (``rhythm.insights.find_insights``)."""
+def get_insights(
+    settings: Settings,
+    factors: Sequence[str] | None = None,
+    since: str | None = None,
+    include_all: bool = False,
+    max_items: int = 100,
+) -> InsightsResult:
+    """Which behaviours move which meters for this person (``rhythm.insights.find_insights``):
+    the findings, and with ``include_all`` every comparison (those too short to test say how
+    many more days they need)."""
     try:
         from rhythm.insights import find_insights
     except ModuleNotFoundError as exc:
         if exc.name not in ("rhythm.insights",):
             raise
         raise RhythmError("insights are not part of this version of Rhythm") from None
+    if not 1 <= int(max_items) <= MAX_ROWS:
+        raise ConfigError(f"max_items: expected 1 to {MAX_ROWS}, got {max_items}")
     start = parse_day(since, "since")
     _need_database(settings)
-    found = find_insights(settings, factors=list(factors) if factors else None, since=start)
-    out = [Insight(**data(dict(f))) for f in found]
+    found = find_insights(settings, factors=list(factors) if factors else None, since=start, include_all=include_all)
+    out = [Insight(**data(dict(f))) for f in found[: int(max_items)]]
     note = ("associations in this person's own days (with vs without each factor), not proof of cause; "
-            "q_value corrects for testing many at once (Benjamini-Hochberg)")
+            "q_value corrects for testing many at once (Benjamini-Hochberg); findings have q <= 0.1")
     if not out:
-        note = "no findings yet: " + note
-    return InsightsResult(insights=out, note=note)
+        note = "no findings yet (include_all=true lists every comparison and the days each still needs): " + note
+    if len(found) > len(out):
+        note = f"showing the first {len(out)} of {len(found)} (raise max_items, or name factors); " + note
+    return InsightsResult(insights=out, total=len(found), truncated=len(found) > len(out), note=note)
 
 
 # -- get_status --------------------------------------------------------------------------------

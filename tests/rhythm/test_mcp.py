@@ -366,6 +366,15 @@ def test_get_insights_calls_find_insights(busy):
             sorted((e["factor"], e["meter"], e["lag_days"]) for e in expected)
         for g in got["insights"]:
             assert {"effect", "ci95", "n_with", "n_without", "q_value"} <= set(g)
+        assert got["total"] == len(expected) and got["truncated"] is False
+        total = len(insights.find_insights(busy, include_all=True))
+        every = await _ok(client, "get_insights", include_all=True, max_items=5000)
+        assert every["total"] == len(every["insights"]) == total >= len(expected)
+        few = await _ok(client, "get_insights", include_all=True, max_items=7)
+        assert len(few["insights"]) == 7 and few["truncated"] is (total > 7) and few["total"] == total
+        assert [g["factor"] for g in few["insights"]] == [g["factor"] for g in every["insights"][:7]]
+        short = [g for g in every["insights"] if g["n_with"] is not None and min(g["n_with"], g["n_without"]) < 3]
+        assert all(g["q_value"] is None for g in short)  # never a finding on fewer than 3 days an arm
         assert "expected a day" in await _error(client, "get_insights", since="last week")
 
     _run(busy.home, body)
