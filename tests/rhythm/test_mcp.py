@@ -261,8 +261,12 @@ def test_bad_inputs_are_tool_errors_and_the_server_carries_on(busy):
         await _error(client, "get_meters", days=0)
         await _error(client, "query_sql", sql="select 1", max_rows=0)
         await _error(client, "explain_recommendation", id="one")
+        with open_db(busy.database):  # a job writing (this process holds DuckDB's write lock)
+            assert "database busy" in await _error(client, "get_meters")
+            assert "database busy" in await _error(client, "record_feedback", id=1, response="accept")
         status = await _ok(client, "get_status")  # still serving
         assert status["database_state"] == "ok"
+        assert (await _ok(client, "get_meters"))["slots"]
 
     before = _feedback_rows(busy)
     _run(busy.home, body, mode="legacy")
