@@ -634,8 +634,11 @@ class Database:
         )
 
     # -- reading -------------------------------------------------------------------------
-    def query(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple]]:
-        """Run read-only SQL; refuse anything that could write. Returns (columns, rows)."""
+    def query(
+        self, sql: str, params: Sequence[Any] | None = None, max_rows: int | None = None
+    ) -> tuple[list[str], list[tuple]]:
+        """Run read-only SQL; refuse anything that could write. Returns (columns, rows): every
+        row, or the first ``max_rows`` (the rest are never fetched)."""
         try:
             statements = self.con.extract_statements(sql)
         except duckdb.Error as exc:
@@ -661,9 +664,14 @@ class Database:
                 statements[-1]
             )
             cols = [d[0] for d in cur.description] if cur.description else []
-            return cols, cur.fetchall()
+            return cols, cur.fetchall() if max_rows is None else cur.fetchmany(max_rows)
         except duckdb.Error as exc:
             raise StorageError(f"SQL error: {_first_line(exc)}") from None
+
+    def interrupt(self) -> None:
+        """Stop the statement running on this connection (called from another thread: the
+        statement then fails with an interrupt error)."""
+        self.con.interrupt()
 
     def tables(self) -> list[str]:
         return [

@@ -243,6 +243,9 @@ def _mount() -> None:
     app.add_typer(serve.app, name="serve")
     for mod in (sync, mapping, agent, daemon, demo, insights):
         mod.register(app)
+    from rhythm.cli import mcp as mcp_cli  # `rhythm mcp` (docs/mcp.md)
+
+    mcp_cli.register(app)
 
 
 _mount()
