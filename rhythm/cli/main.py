@@ -227,6 +227,7 @@ def _mount() -> None:
         imports,
         insights,
         mapping,
+        mcp,
         plan,
         serve,
         sim,
@@ -241,11 +242,8 @@ def _mount() -> None:
     app.add_typer(config.app, name="config")
     app.add_typer(plan.app, name="plan")
     app.add_typer(serve.app, name="serve")
-    for mod in (sync, mapping, agent, daemon, demo, insights):
+    for mod in (sync, mapping, agent, daemon, demo, insights, mcp):
         mod.register(app)
-    from rhythm.cli import mcp as mcp_cli  # `rhythm mcp` (docs/mcp.md)
-
-    mcp_cli.register(app)
 
 
 _mount()
