@@ -15,18 +15,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.errors import ConfigError, RhythmError, SourceFormatError
 from common.records import Skipped
 from connectors import registry
 from connectors.checkpoint import Checkpoint
-from connectors.http import RetryPolicy
 from rhythm.lock import writer_lock
 from rhythm.settings import Settings, local_today, user_zone
 from storage import WriteSummary, open_db, runs
 from storage.db import Database
 from storage.writer import RecordWriter
+
+if TYPE_CHECKING:  # httpx loads only to sync
+    from connectors.http import RetryPolicy
 
 Progress = Callable[[float, float | None], None]
 SyncProgress = Callable[[str, int], None]
