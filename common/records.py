@@ -62,6 +62,8 @@ METRIC_UNITS: dict[str, str] = {
     "intensity_minutes": "min",
     "vo2max": "ml/kg/min",
     "weight": "kg",
+    "task_completed": "count",  # a completed task at its completion time (connectors/tasks)
+    "task_completed_day": "count",  # completed tasks known only by their local day
     # journal_<question>: WHOOP journal answers, 1 = yes, 0 = no (unit "bool")
 }
 

@@ -27,6 +27,7 @@ PACKAGES: list[str] = [
     "connectors.whoop",
     "connectors.calendar",
     "connectors.garmin",
+    "connectors.tasks",
 ]
 
 
