@@ -144,12 +144,18 @@ def auth_google(
     timeout_s: float = 300.0,
     policy: RetryPolicy | None = None,
 ) -> dict[str, Any]:
-    """Installed-app flow: loopback redirect on 127.0.0.1, PKCE, read-only calendar scope."""
+    """Installed-app flow: loopback redirect on 127.0.0.1, PKCE, read-only calendar scope (and
+    read-only Google Tasks with the ``google_tasks`` setting)."""
     from google_auth_oauthlib.flow import Flow
 
     from connectors.calendar.google_api import SCOPES
 
     cid, secret = client_config(settings.get)
+    scopes = list(SCOPES)
+    if settings.get("google_tasks"):  # Google Tasks as progress evidence (connectors/tasks)
+        from connectors.tasks.google_api import SCOPE as TASKS_SCOPE
+
+        scopes.append(TASKS_SCOPE)
     config = {
         "installed": {
             "client_id": cid,
@@ -162,7 +168,7 @@ def auth_google(
     flows: dict[str, Any] = {}
 
     def build(redirect_uri: str, state: str) -> str:
-        flow = Flow.from_client_config(config, scopes=list(SCOPES), state=state, redirect_uri=redirect_uri)
+        flow = Flow.from_client_config(config, scopes=scopes, state=state, redirect_uri=redirect_uri)
         url, _ = flow.authorization_url(prompt="consent", include_granted_scopes="true")
         flows["flow"] = flow
         return url
