@@ -1,9 +1,10 @@
 """A plain CSV of tasks (TickTick, Todoist, Things, OmniFocus exports, or your own), or a
 Google Takeout ``Tasks.json`` -> completed tasks as samples (``connectors.tasks.completions``).
 
-``read_export(path, progress=None, zone=None)``: PATH is a ``.csv`` or ``.json`` file, a
-folder of them, or a zip of them. ``zone`` is the ``timezone`` setting (None: this
-machine's zone): the zone of times written without one.
+``read_export(path, progress=None, zone=None)``: PATH is a CSV or JSON file, or a folder or
+zip holding ``.csv`` / ``.tsv`` files and Takeout's ``Tasks.json`` (other files there are left
+alone). ``zone`` is the ``timezone`` setting (None: this machine's zone): the zone of times
+written without one.
 
 Columns are found by name, case and punctuation ignored (``Completed Time``,
 ``completed_at`` and ``COMPLETED-AT`` are the same), on the first row that names a title and
@@ -50,6 +51,7 @@ import json
 import re
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -89,7 +91,7 @@ HEADER_SCAN_ROWS = 50
 SAMPLE_BYTES = 64 * 1024
 MIN_YEAR, MAX_YEAR = 1970, 2100
 
-_DATE_ONLY = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$")
+_DATE_ONLY = re.compile(r"^(\d{4})(?:[-/.](\d{1,2})[-/.](\d{1,2})|(\d{2})(\d{2}))$")  # 2024-03-01, 20240301
 _SLASHED = re.compile(r"^(\d{4})[/.](\d{2})[/.](\d{2})(?=[T ])")
 _EPOCH = re.compile(r"^\d{9,13}(\.\d+)?$")
 _OFFSET = re.compile(r"^(?:UTC|GMT)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$", re.I)
@@ -117,45 +119,38 @@ class _Source:
     kind: str  # "csv" | "json"
 
 
-def _kind(name: str) -> str | None:
+def _kind(name: str, alone: bool) -> str | None:
+    """"csv" or "json" for a file to read; in a folder or zip, JSON only as ``Tasks.json``
+    (a Takeout of several products holds other JSON files)."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    if base.startswith((".", "._")):
+    if base.startswith("."):
         return None
-    if base.endswith(".csv") or base.endswith(".tsv") or base.endswith(".txt"):
+    if base.endswith((".csv", ".tsv")):
         return "csv"
-    if base.endswith(".json"):
+    if base.endswith(".json") and (alone or base == "tasks.json"):
         return "json"
-    return None
+    return "csv" if alone else None
 
 
-def _sources(path: Path) -> Iterator[_Source]:
+def _sources(path: Path, stack: ExitStack) -> list[_Source]:
     if path.is_dir():
-        found = sorted(p for p in path.rglob("*") if p.is_file() and _kind(p.name))
+        found = sorted(p for p in path.rglob("*") if p.is_file() and _kind(p.name, False))
         if not found:
-            raise SourceFormatError(str(path), "no .csv or .json file of tasks in this folder")
-        for p in found:
-            if zipfile.is_zipfile(p):
-                continue
-            yield _Source(str(p), p.stat().st_size, lambda p=p: p.open("rb"), _kind(p.name) or "csv")
-        return
+            raise SourceFormatError(str(path), "no .csv file or Tasks.json in this folder")
+        return [_Source(str(p), p.stat().st_size, lambda p=p: p.open("rb"), _kind(p.name, False) or "csv")
+                for p in found]
     if zipfile.is_zipfile(path):
-        yield from _zip_sources(path)
-        return
-    yield _Source(str(path), path.stat().st_size, lambda: path.open("rb"), _kind(path.name) or "csv")
-
-
-def _zip_sources(path: Path) -> Iterator[_Source]:
-    try:
-        zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise SourceFormatError(str(path), f"truncated or corrupt zip: {exc}") from None
-    members = sorted((i for i in zf.infolist() if not i.is_dir() and _kind(i.filename)),
-                     key=lambda i: i.filename)
-    if not members:
-        raise SourceFormatError(str(path), "no .csv or .json file of tasks in this zip")
-    for info in members:
-        yield _Source(f"{path}:{info.filename}", info.file_size, lambda i=info: zf.open(i),
-                      _kind(info.filename) or "csv")
+        try:
+            zf = stack.enter_context(zipfile.ZipFile(path))
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise SourceFormatError(str(path), f"truncated or corrupt zip: {exc}") from None
+        members = sorted((i for i in zf.infolist() if not i.is_dir() and _kind(i.filename, False)),
+                         key=lambda i: i.filename)
+        if not members:
+            raise SourceFormatError(str(path), "no .csv file or Tasks.json in this zip")
+        return [_Source(f"{path}:{i.filename}", i.file_size, lambda i=i: zf.open(i),
+                        _kind(i.filename, False) or "csv") for i in members]
+    return [_Source(str(path), path.stat().st_size, lambda: path.open("rb"), _kind(path.name, True) or "csv")]
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -191,25 +186,26 @@ def read_export(
         raise SourceFormatError(str(path), "no such file or folder")
     tz = person_zone(zone)
     fetched_at = datetime.now(UTC)
-    sources = list(_sources(path))
-    total = float(sum(s.size for s in sources)) or None
-    done = 0.0
-    counts = _Counts()
-    for src in sources:
-        def tick(pos: float, base: float = done) -> None:
+    with ExitStack() as stack:
+        sources = _sources(path, stack)
+        total = float(sum(s.size for s in sources)) or None
+        done = 0.0
+        counts = _Counts()
+        for src in sources:
+            def tick(pos: float, base: float = done) -> None:
+                if progress is not None:
+                    progress(base + pos, total)
+
+            if src.kind == "json":
+                from connectors.tasks.google_api import read_takeout
+
+                with src.open() as fh:
+                    yield from read_takeout(fh, src.name, tz, fetched_at)
+            else:
+                yield from _read_csv(src, tz, fetched_at, counts, tick)
+            done += src.size
             if progress is not None:
-                progress(base + pos, total)
-
-        if src.kind == "json":
-            from connectors.tasks.google_api import read_takeout
-
-            with src.open() as fh:
-                yield from read_takeout(fh, src.name, tz, fetched_at)
-        else:
-            yield from _read_csv(src, tz, fetched_at, counts, tick)
-        done += src.size
-        if progress is not None:
-            progress(done, total)
+                progress(done, total)
     yield from counts.samples("csv")
 
 
@@ -380,7 +376,7 @@ def _parse_when(text: str, row_zone: tzinfo | None, tz: tzinfo, cell: _Cells) ->
     m = _DATE_ONLY.match(text)
     if m:
         try:
-            d = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            d = date(int(m.group(1)), int(m.group(2) or m.group(4)), int(m.group(3) or m.group(5)))
         except ValueError:
             raise cell.fail(f"not a date: {text!r}") from None
         _check_year(d.year, text, cell)

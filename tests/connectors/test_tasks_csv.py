@@ -197,3 +197,26 @@ def test_statuses_decide_what_counts(tmp_path):
     )
     samples, raw = _samples(path, "UTC")
     assert sorted(s.start_ts.minute for s in samples) == [0, 5] and len(raw) == 6
+
+
+def test_a_takeout_zip_of_several_products_reads_only_the_tasks(tmp_path):
+    tasks = {"kind": "tasks#taskLists", "items": [{"id": "L1", "title": "My Tasks", "items": [
+        {"id": "a", "title": "file taxes", "status": "completed", "completed": "2024-03-01T09:00:00.000Z"},
+        {"id": "b", "title": "call Ann", "status": "needsAction"}]}]}
+    archive = tmp_path / "takeout-20240401.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("Takeout/archive_browser.html", "<html></html>")
+        zf.writestr("Takeout/Fit/Daily activity metrics/2024-03-01.json", json.dumps({"steps": 10}))
+        zf.writestr("Takeout/Tasks/Tasks.json", json.dumps(tasks))
+    samples, raw = _samples(archive, "Europe/Berlin")
+    assert [(s.start_ts, s.local_day, s.tz_offset_min, s.detail) for s in samples] == [
+        (datetime(2024, 3, 1, 9, tzinfo=UTC), date(2024, 3, 1), 60, "google_tasks:a")]
+    assert sorted(r.natural_key for r in raw) == ["L1", "a", "b"]
+
+
+def test_compact_and_slashed_dates(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("title,completed_at\na,20240301\nb,2024/03/01\nc,2024.03.02 07:15\n")
+    samples, _ = _samples(path, "Europe/Berlin")
+    assert sorted((s.metric, s.local_day, s.value) for s in samples) == [
+        ("task_completed", date(2024, 3, 2), 1.0), ("task_completed_day", date(2024, 3, 1), 2.0)]
