@@ -262,7 +262,7 @@ def _read_csv(
     src: _Source, tz: tzinfo, fetched_at: datetime, counts: _Counts, tick: Callable[[float], None]
 ) -> Iterator[RawRecord]:
     delim, header_at, cols = _header(src)
-    c_title, c_done = _pick(cols, TITLE), _pick(cols, COMPLETED)
+    c_done = _pick(cols, COMPLETED)
     c_status, c_zone, c_id = _pick(cols, STATUS), _pick(cols, ZONE), _pick(cols, ID)
     if c_status == c_done:
         c_status = None
@@ -288,7 +288,7 @@ def _read_csv(
                 key = _key(cell.get(c_id), payload)
                 yield RawRecord(SOURCE, "csv", key, json.dumps(payload, ensure_ascii=False, sort_keys=True),
                                 fetched_at)
-                _count(cell, c_title, c_done, c_status, c_zone, tz, key, counts)
+                _count(cell, c_done, c_status, c_zone, tz, key, counts)
                 if i % 1000 == 0:
                     tick(float(raw.tell()) if raw.seekable() else 0.0)
         except UnicodeDecodeError:
@@ -322,7 +322,6 @@ def _key(task_id: str, payload: dict[str, str]) -> str:
 
 def _count(
     cell: _Cells,
-    c_title: int | None,
     c_done: int | None,
     c_status: int | None,
     c_zone: int | None,
