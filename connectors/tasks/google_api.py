@@ -224,20 +224,16 @@ def _payload(obj: Mapping[str, Any]) -> str:
     return json.dumps(obj, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
-def map_task(
-    task: Mapping[str, Any],
-    list_id: str,
-    zone: tzinfo,
-    fetched_at: datetime,
-    *,
-    incremental: bool,
-) -> Iterator[Any]:
-    """One tasks.list item -> (the old sample's deletion,) raw payload, completion sample."""
+def forget(task_id: str) -> Deletion:
+    """The sample a task had before it changed (done at another time, re-opened, deleted)."""
+    return Deletion("samples", {"source": SOURCE, "detail": detail_of(task_id)})
+
+
+def map_task(task: Mapping[str, Any], list_id: str, zone: tzinfo, fetched_at: datetime) -> Iterator[Any]:
+    """One tasks.list item -> its raw payload and, completed, its completion sample."""
     tid = str(task.get("id") or "")
     if not tid:
         return
-    if incremental:  # whatever it was before (done at another time, open, deleted): gone
-        yield Deletion("samples", {"source": SOURCE, "detail": detail_of(tid)})
     yield RawRecord(SOURCE, raw_kind(list_id), tid, _payload(task), fetched_at)
     if task.get("deleted") or task.get("status") != "completed":
         return
@@ -260,13 +256,15 @@ def fetch_list(
     since = parse_time(cursor)
     latest = since
     for page in client.task_pages(lid, updated_min=since - LAG if since else None):
-        for task in page.get("items") or []:
-            if not isinstance(task, dict):
-                continue
-            updated = parse_time(task.get("updated"))
-            # changed since the last sync (not a repeat from the lag window): its old sample goes
-            changed = since is not None and (updated is None or updated > since)
-            yield from map_task(task, lid, zone, fetched_at, incremental=changed)
+        tasks = [t for t in page.get("items") or [] if isinstance(t, dict) and t.get("id")]
+        stamps = [parse_time(t.get("updated")) for t in tasks]
+        if since is not None:  # changed since the last sync (not a repeat from the lag window)
+            for task, updated in zip(tasks, stamps, strict=True):
+                if updated is None or updated > since:
+                    yield forget(str(task["id"]))  # a page's deletions first: one flush a page
+        for task in tasks:
+            yield from map_task(task, lid, zone, fetched_at)
+        for updated in stamps:
             if updated is not None and (latest is None or updated > latest):
                 latest = updated
     yield Checkpoint(SYNC, lid, rfc3339(latest) if latest is not None else None)
@@ -316,4 +314,4 @@ def read_takeout(fh: IO[bytes], name: str, zone: tzinfo, fetched_at: datetime) -
                         fetched_at)
         for task in tasks:
             if isinstance(task, dict):
-                yield from map_task(task, lid, zone, fetched_at, incremental=False)
+                yield from map_task(task, lid, zone, fetched_at)

@@ -286,19 +286,18 @@ def test_takeout_that_is_not_tasks_is_one_clear_line(env, run_cli, tmp_path):
     assert q(env, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'raw_tasks'") == [(0,)]
 
 
-def test_map_task_is_pure_and_drops_the_old_sample_only_for_a_change():
+def test_map_task_is_pure_and_takeout_maps_like_the_api():
     from common.records import Deletion, RawRecord, Sample
-    from connectors.tasks.google_api import map_task, read_takeout
+    from connectors.tasks.google_api import forget, map_task, read_takeout
 
     task = {"id": "a", "title": "x", "status": "completed", "completed": "2026-01-01T23:30:00.000Z",
             "updated": "2026-01-01T23:30:01.000Z"}
-    first = list(map_task(task, "L", TOKYO, T0, incremental=False))
-    assert [type(r) for r in first] == [RawRecord, Sample]
-    assert first[1].local_day == date(2026, 1, 2) and first[1].tz_offset_min == 540
-    again = list(map_task(task, "L", TOKYO, T0, incremental=True))
-    assert again[0] == Deletion("samples", {"source": "tasks", "detail": "google_tasks:a"})
-    gone = list(map_task({**task, "deleted": True}, "L", TOKYO, T0, incremental=True))
-    assert [type(r) for r in gone] == [Deletion, RawRecord]
+    raw, sample = map_task(task, "L", TOKYO, T0)
+    assert isinstance(raw, RawRecord) and raw.natural_key == "a" and raw.kind == "google_task:L"
+    assert isinstance(sample, Sample) and sample.local_day == date(2026, 1, 2) and sample.tz_offset_min == 540
+    assert [type(r) for r in map_task({**task, "deleted": True}, "L", TOKYO, T0)] == [RawRecord]
+    assert [type(r) for r in map_task({**task, "status": "needsAction"}, "L", TOKYO, T0)] == [RawRecord]
+    assert forget("a") == Deletion("samples", {"source": "tasks", "detail": "google_tasks:a"})
     recs = list(read_takeout(io.BytesIO(json.dumps({"items": [{"id": "L", "items": [task]}]}).encode()),
                              "t.json", TOKYO, T0))
-    assert [type(r) for r in recs] == [RawRecord, RawRecord, Sample]
+    assert [type(r) for r in recs] == [RawRecord, RawRecord, Sample] and recs[2] == sample
