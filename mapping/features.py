@@ -324,8 +324,10 @@ def task_signals(b: DataBundle, day: date, slot: int) -> dict[str, float]:
 
     ``tasks_done``: completions with a time in the slot. ``tasks_so_far``: from 06:00 to the
     end of the slot. ``tasks_7d``: in the 7 days up to the end of the slot (the 28 slots that
-    end there). A completion known only by its day counts for that day's night slot (the day
-    is over then) and in ``tasks_7d`` from then on, never in ``tasks_done``.
+    end there; left out by ``slot_signals`` while the person's first completed task is less
+    than a week old, when the week is not a whole one). A completion known only by its day
+    counts for that day's night slot (the day is over then) and in ``tasks_7d`` from then on,
+    never in ``tasks_done``.
     """
 
     def done(d: date, s: int) -> float:
@@ -471,6 +473,8 @@ def slot_signals(
         )
     if _tasks_covered(b, day, model):
         out.update(task_signals(b, day, slot))
+        if day - timedelta(days=6) < min(b.task_days):  # the list is younger than the week
+            del out["tasks_7d"]
     return out
 
 
