@@ -231,10 +231,8 @@ def test_a_grant_without_the_tasks_scope_is_one_clear_line(env, server, run_cli)
     assert q(env, "SELECT count(*) FROM samples") == [(0,)]
 
 
-def test_plain_sync_includes_google_tasks_only_when_the_setting_asks(env, server, run_cli, monkeypatch):
-    two_lists(server)
+def test_plain_sync_includes_google_tasks_only_when_the_setting_asks(env, server, monkeypatch):
     seed_token(env, server)
-    monkeypatch.setenv("RHYTHM_GOOGLE_API_BASE", server.srv.url + "/calendar/v3")  # no calendars here
     monkeypatch.setenv("RHYTHM_GOOGLE_TASKS", "false")
     assert "google_tasks" not in sync_mod.configured_sources(load_settings())
     monkeypatch.setenv("RHYTHM_GOOGLE_TASKS", "true")
