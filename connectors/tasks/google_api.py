@@ -224,9 +224,14 @@ def _payload(obj: Mapping[str, Any]) -> str:
     return json.dumps(obj, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
-def forget(task_id: str) -> Deletion:
-    """The sample a task had before it changed (done at another time, re-opened, deleted)."""
-    return Deletion("samples", {"source": SOURCE, "detail": detail_of(task_id)})
+def forget(task_id: str, list_id: str | None = None) -> Deletion:
+    """The sample a task had before it changed (done at another time, re-opened, deleted): in
+    any list for a live task (a task moved to another list keeps its id), in ``list_id``
+    only for a deleted one (the tombstone a move may leave must not drop the moved task)."""
+    where = {"source": SOURCE, "detail": detail_of(task_id)}
+    if list_id is not None:
+        where["device"] = device_of(list_id)
+    return Deletion("samples", where)
 
 
 def map_task(task: Mapping[str, Any], list_id: str, zone: tzinfo, fetched_at: datetime) -> Iterator[Any]:
@@ -261,7 +266,8 @@ def fetch_list(
         if since is not None:  # changed since the last sync (not a repeat from the lag window)
             for task, updated in zip(tasks, stamps, strict=True):
                 if updated is None or updated > since:
-                    yield forget(str(task["id"]))  # a page's deletions first: one flush a page
+                    # a page's deletions first: one writer flush a page
+                    yield forget(str(task["id"]), lid if task.get("deleted") else None)
         for task in tasks:
             yield from map_task(task, lid, zone, fetched_at)
         for updated in stamps:

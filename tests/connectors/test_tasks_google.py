@@ -159,6 +159,19 @@ def test_a_deleted_list_takes_its_tasks_and_cursor_with_it(env, server):
     assert set(cursors(env)) == {"L1"}
 
 
+@pytest.mark.parametrize("tombstone_first", [True, False])
+def test_a_task_moved_to_another_list_counts_once(env, server, tombstone_first):
+    for lid in ("A", "B") if tombstone_first else ("B", "A"):  # synced in the order the API lists them
+        server.add_list(lid, lid)
+    server.put("A", "m", "moving task", completed=T0)
+    seed_token(env, server)
+    assert sync(env, ["google_tasks"])["ok"]
+    server.tasks["B"]["m"] = {**server.tasks["A"]["m"], "updated": server.tick()}
+    server.delete("A", "m")
+    assert sync(env, ["google_tasks"])["ok"]
+    assert completions(env) == {"m": (T0, date(2026, 4, 20), 540, "B")}
+
+
 def test_429_and_5xx_are_retried_and_a_storm_leaves_nothing(env, server, waits, run_cli):
     two_lists(server)
     seed_token(env, server)
