@@ -67,6 +67,8 @@ METRIC_UNITS: dict[str, str] = {
     "activity_score": "score",  # a day's activity score, 1-100 (Oura daily_activity)
     "high_stress_time": "min",  # daytime minutes in high stress (Oura daily_stress)
     "high_recovery_time": "min",  # daytime minutes in high recovery (Oura daily_stress)
+    "task_completed": "count",  # a completed task at its completion time (connectors/tasks)
+    "task_completed_day": "count",  # completed tasks known only by their local day
     # journal_<question>: WHOOP journal answers, 1 = yes, 0 = no (unit "bool")
 }
 

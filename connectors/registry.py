@@ -29,6 +29,7 @@ PACKAGES: list[str] = [
     "connectors.garmin",
     "connectors.oura",
     "connectors.hae",
+    "connectors.tasks",
 ]
 
 

@@ -14,7 +14,8 @@ Two halves, kept apart on purpose:
 When a zero is real: counts and minutes of a source that is present for the day (steps when
 the day has any steps; calendar minutes when the calendar covers the day, i.e. has an event
 within ``calendar_coverage_days``; workout minutes when a wearable recorded anything that
-day; mindful minutes once the person has logged mindfulness in the last 28 days).
+day; mindful minutes once the person has logged mindfulness in the last 28 days; completed
+tasks once the person has completed a task in the last ``tasks_coverage_days``).
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
 WORK_ACTIONS = frozenset({"DEEP_WORK", "ADMIN_WORK", "LEARN"})
 SOCIAL_ACTIONS = frozenset({"SOCIALIZE", "FAMILY_TIME"})
 SLOT_HOURS = ((6, 12), (12, 18), (18, 23), (23, 30))
-DAY_METRICS = ("hrv_rmssd", "hrv_sdnn", "resting_heart_rate", "recovery")
-SLOT_SUM_METRICS = ("steps",)
+TASK_METRIC = "task_completed"  # a completed task with its time (connectors/tasks)
+TASK_DAY_METRIC = "task_completed_day"  # completed tasks known only by their day (one row a day)
+DAY_METRICS = ("hrv_rmssd", "hrv_sdnn", "resting_heart_rate", "recovery", TASK_DAY_METRIC)
+SLOT_SUM_METRICS = ("steps", TASK_METRIC)
 SLOT_MEAN_METRICS = ("stress", "body_battery")
 INTERVAL_METRICS = ("mindful",)
 
@@ -130,6 +133,7 @@ class DataBundle:
     wearable_days: set[date] = field(default_factory=set)
     event_days: set[date] = field(default_factory=set)
     mindful_days: set[date] = field(default_factory=set)
+    task_days: set[date] = field(default_factory=set)  # days (slot days) with a completed task
     has_rmssd: bool = False
 
     def __post_init__(self) -> None:
@@ -204,7 +208,8 @@ def _offset_of(tz: tzinfo, at: datetime) -> int:
 def input_window(start: date, end: date, model: Model) -> tuple[date, date]:
     """The stored days whose rows the signals of days [start, end] need (baselines, the
     calendar coverage window, the night after the last day)."""
-    lo = start - timedelta(days=model.baseline_days + model.calendar_coverage_days + 8)
+    back = max(model.calendar_coverage_days, model.tasks_coverage_days)
+    lo = start - timedelta(days=model.baseline_days + back + 8)
     hi = end + timedelta(days=model.calendar_coverage_days + 2)
     return lo, hi
 
@@ -252,8 +257,12 @@ def bundle_from_inputs(inputs: StoredInputs, tz: tzinfo) -> DataBundle:
         b.slot_values[(agg.day, agg.slot, agg.metric)] = float(val)
         if agg.metric == "steps":
             b.steps_days.add(agg.day)
+        elif agg.metric == TASK_METRIC and agg.total > 0:
+            b.task_days.add(agg.day)
     for dv in inputs.day_values:
         b.day_values[(dv.day, dv.metric)] = float(dv.value)
+        if dv.metric == TASK_DAY_METRIC and dv.value > 0:
+            b.task_days.add(dv.day)
     b.wearable_days.update(inputs.wearable_days)
 
     def off(row_off: int | None, epoch_s: float) -> int:
@@ -306,6 +315,38 @@ def bundle_from_inputs(inputs: StoredInputs, tz: tzinfo) -> DataBundle:
 def _calendar_covered(b: DataBundle, day: date, model: Model) -> bool:
     k = model.calendar_coverage_days
     return any((day + timedelta(days=i)) in b.event_days for i in range(-k, k + 1))
+
+
+def _tasks_covered(b: DataBundle, day: date, model: Model) -> bool:
+    """The person keeps a task list: a completed task on ``day`` or in the days before."""
+    k = model.tasks_coverage_days
+    return any((day - timedelta(days=i)) in b.task_days for i in range(k + 1))
+
+
+def task_signals(b: DataBundle, day: date, slot: int) -> dict[str, float]:
+    """Completed tasks as progress evidence for one slot (call only when covered).
+
+    ``tasks_done``: completions with a time in the slot. ``tasks_so_far``: from 06:00 to the
+    end of the slot. ``tasks_7d``: in the 7 days up to the end of the slot (the 28 slots that
+    end there; left out by ``slot_signals`` while the person's first completed task is less
+    than a week old, when the week is not a whole one). A completion known only by its day
+    counts for that day's night slot (the day is over then) and in ``tasks_7d`` from then on,
+    never in ``tasks_done``.
+    """
+
+    def done(d: date, s: int) -> float:
+        return b.slot_values.get((d, s, TASK_METRIC), 0.0)
+
+    def dated(d: date) -> float:
+        return b.day_values.get((d, TASK_DAY_METRIC), 0.0)
+
+    night = slot == 3
+    so_far = sum(done(day, s) for s in range(slot + 1)) + (dated(day) if night else 0.0)
+    week = so_far + sum(done(day - timedelta(days=7), s) for s in range(slot + 1, 4))
+    for i in range(1, 7):
+        d = day - timedelta(days=i)
+        week += sum(done(d, s) for s in range(4)) + dated(d)
+    return {"tasks_done": done(day, slot), "tasks_so_far": so_far, "tasks_7d": week}
 
 
 def day_signals(b: DataBundle, day: date, model: Model) -> dict[str, float]:
@@ -434,6 +475,10 @@ def slot_signals(
         out["people_events_7d"] = float(
             sum(1 for e in week if (e.attendees or 0) >= 2 and not is_work(e))
         )
+    if _tasks_covered(b, day, model):
+        out.update(task_signals(b, day, slot))
+        if day - timedelta(days=6) < min(b.task_days):  # the list is younger than the week
+            del out["tasks_7d"]
     return out
 
 
@@ -477,4 +522,5 @@ def describe_bundle(b: DataBundle) -> dict[str, Any]:
         "mindful_sessions": len(b.mindful),
         "wearable_days": len(b.wearable_days),
         "calendar_days": len(b.event_days),
+        "task_days": len(b.task_days),
     }

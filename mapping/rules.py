@@ -49,6 +49,7 @@ class Model:
     population_quality: float = 0.5
     calendar_coverage_days: int = 7
     mindful_coverage_days: int = 28
+    tasks_coverage_days: int = 14
     break_gap_min: float = 10.0
     work_block_min: float = 45.0
 

@@ -148,7 +148,8 @@ def auth_google(
 ) -> dict[str, Any]:
     """Installed-app flow: loopback redirect on 127.0.0.1, PKCE, the read-only calendar scope;
     with ``write`` (default: the ``google_write`` setting) also ``calendar.events``, which
-    `rhythm plan push google` needs to add, change and remove its own blocks."""
+    `rhythm plan push google` needs to add, change and remove its own blocks; with the
+    ``google_tasks`` setting also read-only Google Tasks."""
     from google_auth_oauthlib.flow import Flow
 
     from connectors.calendar.google_api import SCOPES
@@ -156,8 +157,12 @@ def auth_google(
 
     if write is None:
         write = bool(settings.google_write)
-    scopes = WRITE_SCOPES if write else SCOPES
+    scopes = list(WRITE_SCOPES if write else SCOPES)
     cid, secret = client_config(settings.get)
+    if settings.get("google_tasks"):  # Google Tasks as progress evidence (connectors/tasks)
+        from connectors.tasks.google_api import SCOPE as TASKS_SCOPE
+
+        scopes.append(TASKS_SCOPE)
     config = {
         "installed": {
             "client_id": cid,

@@ -28,6 +28,10 @@ from storage.db import Database
 # alone rather than stretching the range to millions of days (`rhythm db prune` removes it).
 FIRST_DAY = EARLIEST_DAY
 LAST_DAY = LATEST_DAY
+# Sample sources that are not a wearable: a day with only their rows is not a "wearable day"
+# for mapping (whose empty slots would read as "no workout").
+NOT_WEARABLE = ("calendar", "tasks")
+_WEARABLE = f"source NOT IN ({', '.join(repr(s) for s in NOT_WEARABLE)})"
 
 
 def data_span(db: Database) -> tuple[date, date] | None:
@@ -155,7 +159,7 @@ def mapping_inputs(
         day_values = tuple(DayValue(d, m, float(v)) for d, m, v in rows)
 
     rows = db.con.execute(
-        "SELECT DISTINCT local_day FROM samples WHERE source <> 'calendar' AND local_day BETWEEN ? AND ?",
+        f"SELECT DISTINCT local_day FROM samples WHERE {_WEARABLE} AND local_day BETWEEN ? AND ?",
         [lo, hi],
     ).fetchall()
     wearable = {r[0] for r in rows}

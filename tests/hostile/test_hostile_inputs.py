@@ -369,13 +369,45 @@ def _linked_out(d: Path, name: str, build: Callable[[Path], Path]) -> Path:
     return folder
 
 
-CASES = HEALTHKIT + GARMIN + WHOOP + CALENDAR
+def tasks_fifo(d: Path) -> Path:
+    return gen.make_fifo(d / "tasks.csv")
+
+
+def tasks_zip_declaring(size: int) -> Callable[[Path], Path]:
+    """A zip whose tasks.csv member declares `size` bytes uncompressed (never read)."""
+    def build(d: Path) -> Path:
+        p = d / "tasks.zip"
+        with zipfile.ZipFile(p, "w") as zf:
+            zf.writestr("tasks.csv", "title,completed_at\nA,2024-01-01T10:00:00+00:00\n")
+        data = bytearray(p.read_bytes())
+        for sig, off in ((b"PK\x01\x02", 24), (b"PK\x03\x04", 22)):  # central and local headers
+            i = data.find(sig)
+            data[i + off:i + off + 4] = size.to_bytes(4, "little")
+        p.write_bytes(bytes(data))
+        return p
+
+    return build
+
+
+TASKS_HEADER = "title,completed_at\n"
+TASKS = [
+    Case("tasks-year-9999", "tasks", write("tasks.csv", TASKS_HEADER + "A,9999-01-01T10:00:00+00:00\n"), r"\(line 2\): completion time .* is outside"),
+    Case("tasks-ambiguous-date", "tasks", write("tasks.csv", TASKS_HEADER + "A,03/01/2024\n"), r"\(line 2\): cannot read the completion time '03/01/2024'"),
+    Case("tasks-empty-file", "tasks", write("tasks.csv", b""), r"no header row naming a title and a completion column"),
+    Case("tasks-binary-garbage", "tasks", write("tasks.csv", garbage(3000, 7)), r"not UTF-8 text|no header row"),
+    Case("tasks-extra-fields", "tasks", write("tasks.csv", TASKS_HEADER + "A,2024-01-01T10:00:00+00:00,x,y\n"), r"\(line 2\): 4 fields where the header has 2"),
+    Case("tasks-fifo-instead-of-file", "tasks", tasks_fifo, r"not a regular file or folder"),
+    Case("tasks-zip-member-declared-3-gib", "tasks", tasks_zip_declaring(3 << 30), r"a tasks file .* is larger than 64 MiB; refused|damaged|corrupt"),
+    Case("tasks-truncated-json", "tasks", write("Tasks.json", '{"kind": "tasks#taskLists", "items": [{"title": "x", "items": [{'), r"Tasks.json"),
+]
+
+CASES = HEALTHKIT + GARMIN + WHOOP + CALENDAR + TASKS
 PATHS = ["python"] + (["native"] if native._Scanner is not None else [])
 
 
-def test_the_suite_is_at_least_forty_cases_over_the_four_importers():
+def test_the_suite_is_at_least_forty_cases_over_the_file_importers():
     assert len(CASES) >= 40 and len({c.id for c in CASES}) == len(CASES)
-    assert {c.source for c in CASES} == {"healthkit", "garmin", "whoop", "ics"}
+    assert {c.source for c in CASES} == {"healthkit", "garmin", "whoop", "ics", "tasks"}
 
 
 def run_case(case: Case, sealed: Sealed) -> None:

@@ -1,0 +1,323 @@
+"""Google Tasks API v1 through google-api-python-client, and Google Takeout's Tasks.json.
+
+``fetch(since, client, zone=...)`` yields, for every task list of the account: the list's raw
+payload, each listed task's raw payload (kind ``google_task:<list id>``, key the task id),
+a ``task_completed`` sample per completed task (``completions.completion``; ``detail``
+``google_tasks:<task id>``, ``device`` ``google_tasks:<list id>``), and a
+``Checkpoint(stream=<list id>, cursor=<latest "updated" seen>)``.
+
+- First sync of a list: every task, completed and hidden ones included (``showCompleted``,
+  ``showHidden``: tasks ticked off in Google's own apps are hidden once the list is cleared
+  and would be missed otherwise), 100 a page, following ``nextPageToken``.
+- Later syncs: ``updatedMin`` = the cursor minus ``LAG`` (updates that landed while the last
+  sync ran), with ``showDeleted``. A changed task first drops its old sample (its completion
+  may have moved, or it may be open again), then adds the new one; a deleted task (``deleted:
+  true``) keeps only its raw tombstone. A task list that is gone takes its samples, raw rows and
+  cursor with it.
+- Completion times are UTC instants (the API keeps no zone): ``local_day`` and
+  ``tz_offset_min`` come from ``zone``, the person's configured zone.
+- 429, 403 ``rateLimitExceeded`` and 5xx are retried with the project's policy; a 401 is
+  refreshed once by google-auth; a 403 for a missing scope is an ``AuthError`` that says what
+  to do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import IO, Any
+
+from common.errors import ApiError, AuthError, SourceFormatError
+from common.records import Deletion, RawRecord
+from connectors.checkpoint import Checkpoint
+from connectors.http import RetryPolicy, parse_retry_after, with_retries
+from connectors.tasks.completions import SOURCE, completion
+
+SYNC = "google_tasks"  # the ApiSync name: sync_state.source
+SCOPE = "https://www.googleapis.com/auth/tasks.readonly"
+FULL_SCOPE = "https://www.googleapis.com/auth/tasks"  # also lets us read, if granted instead
+PAGE_SIZE = 100  # the API's maximum
+LAG = timedelta(minutes=10)
+LISTS_STREAM = "tasklists"  # the stream a failure is noted on before any list has a cursor
+RAW_LIST = "google_tasklist"
+
+
+def raw_kind(list_id: str) -> str:
+    return f"google_task:{list_id}"
+
+
+def detail_of(task_id: str) -> str:
+    return f"{SYNC}:{task_id}"
+
+
+def device_of(list_id: str) -> str:
+    return f"{SYNC}:{list_id}"
+
+
+# -- the client ---------------------------------------------------------------------------
+class GoogleTasksClient:
+    """tasklists.list and tasks.list with the project's retry policy.
+
+    ``service`` is a googleapiclient Resource (``build_service``). ``on_call`` runs after
+    every successful call (used to persist a refreshed access token).
+    """
+
+    def __init__(self, service: Any, *, policy: RetryPolicy | None = None,
+                 on_call: Callable[[], None] | None = None):
+        self.service = service
+        self.policy = policy or RetryPolicy()
+        self.on_call = on_call
+        self.requests_made = 0
+
+    def _execute(self, request: Any) -> dict[str, Any]:
+        def call() -> dict[str, Any]:
+            self.requests_made += 1
+            return request.execute()
+
+        try:
+            body = with_retries(call, name=SYNC, policy=self.policy, classify=_classify)
+        except Exception as exc:
+            _raise_mapped(exc)
+            raise
+        if self.on_call is not None:
+            self.on_call()
+        return body if isinstance(body, dict) else {}
+
+    def tasklists(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            kw: dict[str, Any] = {"maxResults": PAGE_SIZE}
+            if token:
+                kw["pageToken"] = token
+            body = self._execute(self.service.tasklists().list(**kw))
+            out.extend(i for i in body.get("items") or [] if isinstance(i, dict) and i.get("id"))
+            token = body.get("nextPageToken")
+            if not token:
+                return out
+
+    def task_pages(self, list_id: str, *, updated_min: datetime | None) -> Iterator[dict[str, Any]]:
+        """Pages of tasks.list: every task (completed and hidden too); with ``updated_min``,
+        only those changed since, deleted ones included."""
+        token: str | None = None
+        while True:
+            kw: dict[str, Any] = {
+                "tasklist": list_id,
+                "maxResults": PAGE_SIZE,
+                "showCompleted": True,
+                "showHidden": True,
+                "showAssigned": True,
+            }
+            if updated_min is not None:
+                kw["updatedMin"] = rfc3339(updated_min)
+                kw["showDeleted"] = True
+            if token:
+                kw["pageToken"] = token
+            body = self._execute(self.service.tasks().list(**kw))
+            yield body
+            token = body.get("nextPageToken")
+            if not token:
+                return
+
+
+def rfc3339(dt: datetime) -> str:
+    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(getattr(exc, "resp", None), "status", None)
+    try:
+        return int(status) if status is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _reasons(exc: BaseException) -> str:
+    """The error's reason words (``rateLimitExceeded``, ``insufficientPermissions``,
+    ``ACCESS_TOKEN_SCOPE_INSUFFICIENT`` ...) and message, lower case."""
+    parts = []
+    for detail in getattr(exc, "error_details", None) or []:
+        if isinstance(detail, dict):
+            parts.extend(str(detail.get(k, "")) for k in ("reason", "message"))
+    try:
+        parts.append(str(exc._get_reason()))  # type: ignore[attr-defined]  # HttpError
+    except Exception:  # noqa: BLE001 - best effort: the reason is only for the message
+        pass
+    return " ".join(parts).lower()
+
+
+def _classify(exc: BaseException) -> tuple[str, float | None] | None:
+    from googleapiclient.errors import HttpError
+
+    if isinstance(exc, HttpError):
+        status = _status(exc)
+        if status == 429 or (status == 403 and "ratelimitexceeded" in _reasons(exc).replace(" ", "")):
+            headers = getattr(exc, "resp", {}) or {}
+            wait = parse_retry_after(headers.get("retry-after")) if hasattr(headers, "get") else None
+            return ("rate", wait)
+        if status is not None and status >= 500:
+            return ("server", None)
+        return None
+    if isinstance(exc, ConnectionError | TimeoutError | OSError):
+        return ("server", None)
+    try:
+        import httplib2
+
+        if isinstance(exc, httplib2.HttpLib2Error):
+            return ("server", None)
+    except ImportError:  # pragma: no cover - httplib2 comes with googleapiclient
+        pass
+    return None
+
+
+def _raise_mapped(exc: BaseException) -> None:
+    """Library errors as the project's (never quoting a token)."""
+    from google.auth.exceptions import RefreshError
+    from googleapiclient.errors import HttpError
+
+    if isinstance(exc, RefreshError):
+        raise AuthError(f"{SYNC}: refresh token rejected; run `rhythm auth google` again") from None
+    if isinstance(exc, HttpError):
+        status = _status(exc)
+        if status == 403 and ("scope" in _reasons(exc) or "insufficientpermissions" in _reasons(exc)):
+            raise AuthError(
+                f"{SYNC}: the Google authorisation does not include Google Tasks; set "
+                "`google_tasks = true` (rhythm config set google_tasks true) and run "
+                "`rhythm auth google` again"
+            ) from None
+        if status in (401, 403):
+            raise AuthError(
+                f"{SYNC}: access refused (HTTP {status}); run `rhythm auth google` again"
+            ) from None
+        raise ApiError(f"{SYNC}: tasks API call failed (HTTP {status})") from None
+
+
+def build_service(api_base: str, credentials: Any) -> Any:
+    """A Tasks v1 Resource pointed at ``api_base`` (a setting: tests use a loopback URL), from
+    the discovery document shipped with the library (no network)."""
+    from googleapiclient.discovery import build
+
+    return build(
+        "tasks",
+        "v1",
+        credentials=credentials,
+        static_discovery=True,
+        cache_discovery=False,
+        client_options={"api_endpoint": api_base.rstrip("/") + "/"},
+    )
+
+
+# -- mapping ------------------------------------------------------------------------------
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp as an aware instant (None when absent or unreadable)."""
+    if not value:
+        return None
+    try:
+        dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
+
+
+def _payload(obj: Mapping[str, Any]) -> str:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def forget(task_id: str, list_id: str | None = None) -> Deletion:
+    """The sample a task had before it changed (done at another time, re-opened, deleted): in
+    any list for a live task (a task moved to another list keeps its id), in ``list_id``
+    only for a deleted one (the tombstone a move may leave must not drop the moved task)."""
+    where = {"source": SOURCE, "detail": detail_of(task_id)}
+    if list_id is not None:
+        where["device"] = device_of(list_id)
+    return Deletion("samples", where)
+
+
+def map_task(task: Mapping[str, Any], list_id: str, zone: tzinfo, fetched_at: datetime) -> Iterator[Any]:
+    """One tasks.list item -> its raw payload and, completed, its completion sample."""
+    tid = str(task.get("id") or "")
+    if not tid:
+        return
+    yield RawRecord(SOURCE, raw_kind(list_id), tid, _payload(task), fetched_at)
+    if task.get("deleted") or task.get("status") != "completed":
+        return
+    done = parse_time(task.get("completed"))
+    if done is None:
+        return  # completed without a completion time: nothing to place
+    yield completion(done.astimezone(zone), detail=detail_of(tid), device=device_of(list_id))
+
+
+# -- fetching -----------------------------------------------------------------------------
+def fetch_list(
+    tasklist: Mapping[str, Any],
+    cursor: str | None,
+    client: GoogleTasksClient,
+    *,
+    zone: tzinfo,
+    fetched_at: datetime,
+) -> Iterator[Any]:
+    lid = str(tasklist["id"])
+    since = parse_time(cursor)
+    latest = since
+    for page in client.task_pages(lid, updated_min=since - LAG if since else None):
+        tasks = [t for t in page.get("items") or [] if isinstance(t, dict) and t.get("id")]
+        stamps = [parse_time(t.get("updated")) for t in tasks]
+        if since is not None:  # changed since the last sync (not a repeat from the lag window)
+            for task, updated in zip(tasks, stamps, strict=True):
+                if updated is None or updated > since:
+                    # a page's deletions first: one writer flush a page
+                    yield forget(str(task["id"]), lid if task.get("deleted") else None)
+        for task in tasks:
+            yield from map_task(task, lid, zone, fetched_at)
+        for updated in stamps:
+            if updated is not None and (latest is None or updated > latest):
+                latest = updated
+    yield Checkpoint(SYNC, lid, rfc3339(latest) if latest is not None else None)
+
+
+def fetch(
+    since: Mapping[str, str | None],
+    client: GoogleTasksClient,
+    *,
+    zone: tzinfo,
+    now: datetime | None = None,
+) -> Iterator[Any]:
+    """Every task list; ``since`` maps list id -> the latest ``updated`` of the last sync."""
+    fetched_at = now or datetime.now(UTC)
+    lists = client.tasklists()
+    for tl in lists:
+        yield RawRecord(SOURCE, RAW_LIST, str(tl["id"]), _payload(tl), fetched_at)
+    for tl in lists:
+        yield from fetch_list(tl, since.get(str(tl["id"])), client, zone=zone, fetched_at=fetched_at)
+    current = {str(tl["id"]) for tl in lists}
+    for lid in sorted(set(since) - current - {LISTS_STREAM}):  # a list deleted since the last sync
+        yield Deletion("samples", {"source": SOURCE, "device": device_of(lid)})
+        yield Deletion(f"raw_{SOURCE}", {"kind": raw_kind(lid)})
+        yield Deletion(f"raw_{SOURCE}", {"kind": RAW_LIST, "natural_key": lid})
+        yield Deletion("sync_state", {"source": SYNC, "stream": lid})
+
+
+# -- Google Takeout -----------------------------------------------------------------------
+def read_takeout(fh: IO[bytes], name: str, zone: tzinfo, fetched_at: datetime) -> Iterator[Any]:
+    """Google Takeout's ``Tasks/Tasks.json`` (``{"items": [task list {"id", "items": [task]}]}``,
+    the API's shapes): the same raw rows and samples as a first sync, so a Takeout import and
+    a later sync of the same account meet on the same keys."""
+    try:
+        doc = json.load(fh)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SourceFormatError(name, f"not JSON: {exc}") from None
+    lists = doc.get("items") if isinstance(doc, dict) else None
+    if not isinstance(lists, list) or not all(isinstance(t, dict) for t in lists):
+        raise SourceFormatError(
+            name, 'not a Google Takeout Tasks.json (expected {"items": [task lists with their "items"]})')
+    for i, tl in enumerate(lists):
+        lid = str(tl.get("id") or "")
+        tasks = tl.get("items") or []
+        if not lid or not isinstance(tasks, list):
+            raise SourceFormatError(name, "a task list without an id or a list of tasks", f"list {i + 1}")
+        yield RawRecord(SOURCE, RAW_LIST, lid, _payload({k: v for k, v in tl.items() if k != "items"}),
+                        fetched_at)
+        for task in tasks:
+            if isinstance(task, dict):
+                yield from map_task(task, lid, zone, fetched_at)
