@@ -29,9 +29,10 @@ The model (exact for the simulator, see ../shared/specs/simulator.md):
   ``p(accept | profile, meters, slot, action)`` under the spec's answer model
   (:mod:`agent.answers`). Once there is an answer the posterior is represented by
   importance weights over ``n_answer_samples`` draws from the meter posterior above (with
-  the reward weights drawn from the Dirichlet(1) prior while the reward equations do not
-  pin them yet, the equations then entering as a soft likelihood); belief, samples and
-  point estimates are weighted. Without answers nothing changes.
+  the reward weights, while the reward equations do not pin them yet, drawn from the
+  Dirichlet(1) prior conditioned on the equations so far: uniform on the polytope they
+  leave, by hit-and-run); belief, samples and point estimates are weighted. Without answers
+  nothing changes.
 
 Everything is a pure function of the observation dicts (the real-data side feeds the same
 dicts from mapping/).
@@ -92,9 +93,35 @@ I_SV, I_SS, I_MORNING, I_WVR, I_PSB = 0, 1, 2, 3, 4
 
 #: Importance samples once there are answers.
 N_ANSWER_SAMPLES = 2048
-#: While the reward equations do not pin ``w``, they weight Dirichlet draws of it with this sd.
-W_EQUATION_SD = 0.02
+#: Hit-and-run steps per sample for ``w`` on the polytope the reward equations leave.
+W_HIT_AND_RUN_STEPS = 24
 ANSWER_SALT = 0xA115
+
+
+def sample_simplex_polytope(
+    a: np.ndarray, w0: np.ndarray, n: int, rng: np.random.Generator, steps: int = W_HIT_AND_RUN_STEPS
+) -> np.ndarray:
+    """``n`` draws, uniform (the Dirichlet(1) prior, conditioned) on
+    ``{w >= 0, sum w = 1, a w = a w0}``, by ``steps`` of hit-and-run from the feasible
+    ``w0`` in ``n`` parallel chains. Returns (n, 5)."""
+    cons = np.vstack([np.atleast_2d(a), np.ones(5)]) if len(a) else np.ones((1, 5))
+    _, sv, vt = np.linalg.svd(cons)
+    rank = int((sv > 1e-9 * sv[0]).sum())
+    null = vt[rank:]  # (d, 5) directions that keep every equation
+    w = np.broadcast_to(np.clip(w0, 0.0, None), (n, 5)).copy()
+    if len(null) == 0:
+        return w
+    for _ in range(steps):
+        d = rng.standard_normal((n, len(null))) @ null  # (n, 5)
+        d /= np.linalg.norm(d, axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lim = -w / d  # where w + s d hits 0
+        lo = np.where(d > 1e-12, lim, -np.inf).max(axis=1)
+        hi = np.where(d < -1e-12, lim, np.inf).min(axis=1)
+        lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
+        s = lo + (hi - lo) * rng.random(n)
+        w = np.clip(w + s[:, None] * d, 0.0, None)
+    return w / w.sum(axis=1, keepdims=True)
 
 
 def _basis_compact():
@@ -243,6 +270,7 @@ class BeliefState:
         self._ua = (np.arange(m) + 0.5) / m
         g = a_rng.standard_gamma(1.0, (m, 5))
         self._wa = g / g.sum(axis=1, keepdims=True)
+        self._wa_seed = int(a_rng.integers(2**31))
 
     def update_from_observation(self, obs: dict[str, Any]) -> None:
         """Absorb the step the observation describes (no-op for the reset observation).
@@ -439,11 +467,11 @@ class BeliefState:
         logw0 = np.zeros(m)
         if self._w_pinned():
             params[:, :5] = self._w
+        elif self._w_rows:
+            rng = np.random.default_rng([self._wa_seed, len(self._w_rows)])
+            params[:, :5] = sample_simplex_polytope(np.array(self._w_rows), self._w, m, rng)
         else:
             params[:, :5] = self._wa
-            if self._w_rows:
-                resid = self._wa @ np.array(self._w_rows).T - np.array(self._w_rhs)[None, :]
-                logw0 -= 0.5 * (resid**2).sum(axis=1) / W_EQUATION_SD**2
         return {
             "key": key,
             "params": params,

@@ -72,9 +72,11 @@ class PlanModel:
         crash_margin: float = 0.03,
         risk_cost: float = 0.002,
         feedback: bool = False,
+        accept_weight: float = 0.0,
     ):
         """``w``: (5,) shared, or (K, 5) one per sample. ``feedback``: roll out the expected
-        week of a person who may ignore each recommendation (module docstring)."""
+        week of a person who may ignore each recommendation (module docstring);
+        ``accept_weight``: score per expected accepted recommendation (feedback mode)."""
         p = np.atleast_2d(np.asarray(params, dtype=np.float64))
         tab = effect_tables(p)
         self.k = p.shape[0]
@@ -96,6 +98,7 @@ class PlanModel:
         self.low = spec.CRASH_THRESHOLD + crash_margin
         self.risk_cost = risk_cost
         self.feedback = bool(feedback)
+        self.accept_weight = float(accept_weight)
         if self.feedback or self.w.ndim == 2:
             wk = np.broadcast_to(self.w, (self.k, spec.N_METERS))
             self._wd_k = spec.REWARD_DELTA_SCALE * wk
@@ -171,6 +174,7 @@ class PlanModel:
         rewards = np.empty((b, k, length))
         crashes = np.zeros((b, k))
         risk = np.zeros((b, k))
+        accepted = np.zeros((b, k))
         thr = self.thr[None, :]
         kk = np.arange(k)[None, :]
         for j in range(length):
@@ -201,11 +205,15 @@ class PlanModel:
                 q = 1.0 - p
                 new = p[..., None] * new + q[..., None] * hn
                 r, nc, rk = p * r + q * hr, p * nc + q * hc, p * rk + q * hk
+                accepted += p
             rewards[..., j] = r
             crashes += nc
             risk += rk
             m = new
-        return {"rewards": rewards, "meters": m, "crashes": crashes, "risk": risk}
+        out = {"rewards": rewards, "meters": m, "crashes": crashes, "risk": risk}
+        if self.feedback:
+            out["accepted"] = accepted
+        return out
 
     def score(
         self,
@@ -241,6 +249,8 @@ class PlanModel:
             + _W["efficiency"] * eff
             - self.risk_cost * sim["risk"]
         )
+        if "accepted" in sim:  # feedback mode: being followed is worth accept_weight each
+            s = s + self.accept_weight * sim["accepted"]
         return s.mean(axis=1)
 
 
@@ -375,8 +385,10 @@ class BayesAgent:
         first_rounds: int = 3,
         noise_sd: float = spec.NOISE_SD,
         ask_weight: float = 0.0,
+        accept_weight: float = 0.0,
     ):
         self.ask_weight = float(ask_weight)
+        self.accept_weight = float(accept_weight)
         self.feedback = False
         self.observe = "clean"
         self._noise_var = float(noise_sd) ** 2
@@ -536,7 +548,7 @@ class BayesAgent:
         params[0] = bs.profile_estimate().to_array()
         answers = self.feedback or bs.n_answers > 0
         w = params[:, :5] if answers else bs.w
-        model = PlanModel(params, w, feedback=self.feedback)
+        model = PlanModel(params, w, feedback=self.feedback, accept_weight=self.accept_weight)
         length = _T - t
         fresh = self._plan is None or len(self._plan) < length
         plan = self._initial_plan(meters, t) if fresh else self._plan[len(self._plan) - length :]

@@ -5,10 +5,13 @@
   no deliberate probing).
 - ``belief-only``: the spec 9 heuristic's actions with the Bayesian belief (ablation: what
   inference alone is worth).
+- ``ideal``: the ``bayes`` agent's recommendations with the exact posterior's belief over
+  20,000 prior profiles (:mod:`agent.ideal`; a reference: the limit a belief can approach).
 """
 
 from __future__ import annotations
 
+from agent.ideal import IdealPolicy
 from agent.planner import BayesAgent
 from simulator.policies import policy_names, register_policy
 
@@ -16,6 +19,7 @@ AGENT_POLICIES = {
     "bayes": lambda: BayesAgent(),
     "bayes-noinfo": lambda: BayesAgent(info_weight=0.0),
     "belief-only": lambda: BayesAgent(plan=False),
+    "ideal": lambda: IdealPolicy(BayesAgent()),
 }
 
 
