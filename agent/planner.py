@@ -366,6 +366,10 @@ _INFO_SCALE = {
 }
 
 
+#: Importance samples of the belief once there are answers, per observation condition.
+_ANSWER_SAMPLES = {"clean": 2048, "noisy": 2048, "answers-only": 16384}
+
+
 class BayesAgent:
     """The Bayesian teacher (simulator Policy protocol: ``reset(seed)``, ``act(obs)``).
 
@@ -422,7 +426,10 @@ class BayesAgent:
         bs.noise_var = self._noise_var + (OBS_NOISE_SD**2 if noisy else 0.0)
         bs.meter_obs_sd = OBS_NOISE_SD if noisy else 0.0
         bs.events_observed = self.observe != "answers-only"
-        bs._cache = bs._is = None
+        # Without meters the posterior is the prior reweighted by the answers alone: more
+        # importance samples keep enough of them carrying weight after 28 answers.
+        bs.n_answer_samples = _ANSWER_SAMPLES[self.observe]
+        bs.reset(self._seed)
 
     # -- protocol ---------------------------------------------------------------------------
     def act(self, observation: dict[str, Any]) -> tuple[int, np.ndarray]:

@@ -58,11 +58,12 @@ def utilities_batch(compact: Compact, meters, slot: int) -> np.ndarray:
     """``U(b)`` for the ten actions of N states: (N, 10).
 
     ``compact`` holds N profiles (one per state) or one (shared); ``meters`` (N, 5) are the
-    meters before the step. U is the spec 5 reward of ``d = clip(m + delta, 0, 1) - m`` and
+    meters before the step (or one row, shared by the N profiles). U is the spec 5 reward of ``d = clip(m + delta, 0, 1) - m`` and
     ``m' = m + d``, ``delta`` the expected delta without event or noise (the stress spiral
     included), with the profile's own reward weights."""
     m = np.atleast_2d(np.asarray(meters, dtype=np.float64))
-    n = m.shape[0]
+    n = max(m.shape[0], compact.w.shape[0])
+    m = np.broadcast_to(m, (n, spec.N_METERS))
     d = expected_delta_batch(compact, m, int(slot), np.broadcast_to(_ALL_ACTIONS, (n, spec.N_ACTIONS)))
     new = np.clip(m[:, None, :] + d, 0.0, 1.0)
     return reward_of(compact.w, m, new)
