@@ -22,7 +22,7 @@ episodes, so an agent knows how it observes (the product knows its sensors too).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -166,6 +166,8 @@ def evaluate_feedback(
     seeds, profiles, env_condition = episode_plan(condition, episodes, seed_offset)
     g = play_episodes(pol, seeds, env_condition, profiles, feedback, observe, progress)
     base = summarize(name, condition, g)
+    if feedback or observe != "clean":
+        base = replace(base, published=None)  # the published figures are of the plain protocol
     curve = _curve_means(g["mae_curve"])
     ref_after = ref_curve = ref_steps = None
     if feedback and reference:
