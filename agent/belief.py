@@ -96,6 +96,8 @@ N_ANSWER_SAMPLES = 2048
 #: Hit-and-run steps per sample for ``w`` on the polytope the reward equations leave.
 W_HIT_AND_RUN_STEPS = 24
 ANSWER_SALT = 0xA115
+#: Noisy readings: delta components predicted this close to a meter bound are not used.
+CLIP_MARGIN = 0.05
 
 
 def sample_simplex_polytope(
@@ -289,6 +291,7 @@ class BeliefState:
         m0 = m1 - d
         if self.meter_obs_sd > 0 and len(self._track) >= t:
             m0 = self._pre_step_meters(t - 1, m0)
+            d = self._drop_probably_clipped(m0, (t - 1) % spec.SLOTS_PER_DAY, a, obs, d)
         event = int(obs.get("active_event", 0) or 0)
         self.update(m0, (t - 1) % spec.SLOTS_PER_DAY, a, event, d, m1)
         r = obs.get("last_reward")
@@ -403,6 +406,17 @@ class BeliefState:
                 break
             m = np.where(np.isfinite(m), m, self._track[j].meters)
         return m
+
+    def _drop_probably_clipped(self, m0, slot: int, action: int, obs, d) -> np.ndarray:
+        """Noisy readings cannot show that a meter hit 0 or 1 (a clipped delta): drop the
+        components the posterior mean predicts within ``CLIP_MARGIN`` of a bound."""
+        if not np.isfinite(m0[[spec.V, spec.S]]).all():
+            return d
+        event = int(obs.get("active_event", 0) or 0)
+        f0, j = linear_design(m0, slot, action, event)
+        pred = m0 + f0 + j @ np.clip(self._posterior()["mean"], THETA_LO, THETA_HI)
+        near = (pred < CLIP_MARGIN) | (pred > 1.0 - CLIP_MARGIN)
+        return np.where(near, np.nan, d)
 
     def _w_pinned(self) -> bool:
         """Whether the reward equations determine ``w`` on the simplex."""
