@@ -235,7 +235,11 @@ def plot(results: dict[str, Any], path: Path) -> None:
         ax.set_xlabel("answers")
         ax.set_xticks([0, 2, 4, 8, 16, 28])
     axes[0].set_ylabel("belief_mae (mean over episodes)")
-    axes[0].legend(fontsize=7)
+    seen: dict[str, Any] = {}
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, h)
+    axes[0].legend(list(seen.values()), list(seen), fontsize=7)
     fig.suptitle(f"belief_mae after k answers, in-dist, {results['episodes']} weeks per condition")
     fig.tight_layout()
     fig.savefig(path, dpi=100)

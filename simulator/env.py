@@ -351,8 +351,7 @@ class RhythmEnv(gym.Env):
         self._ohist_r = np.zeros(t1)
         self._ohist_d = np.zeros((t1, spec.N_METERS))
         if self.observe == "noisy":
-            draws = fb.noise_draws(seed)
-            self._missing, self._meter_noise, self._delta_noise, self._anomaly_noise = draws
+            self._missing, self._meter_noise, self._delta_noise = fb.noise_draws(seed)
             self._om = self._noisy_meters(0, self._om)
         elif self.observe == "answers-only":
             self._om = np.full(spec.N_METERS, np.nan)
@@ -390,9 +389,8 @@ class RhythmEnv(gym.Env):
             missing = self._missing[t + 1]
             m = self._noisy_meters(t + 1, np.array(self._m))
             d = np.clip(np.array(deltas) + self._delta_noise[t], -1.0, 1.0)
-            x = np.clip(np.array(anomalies) + self._anomaly_noise[t], -2.0, 2.0)
             d[missing] = np.nan
-            x[missing] = np.nan
+            x = fb.observed_anomalies(self._om, t & 3, a, e, d)
             r = fb.observed_reward(self._w, d, m)
             shown_a, shown_e = a, e
         else:  # answers-only

@@ -22,7 +22,7 @@ import numpy as np
 from gymnasium import spaces
 
 from simulator import spec
-from simulator.dynamics import Compact, expected_delta_batch
+from simulator.dynamics import Compact, expected_delta_batch, neutral_delta
 
 # --- numbers of feedback.md --------------------------------------------------------------------
 #: Temperature of the logistic answer (feedback.md 3).
@@ -102,24 +102,37 @@ def answer_uniforms(seed: int) -> np.ndarray:
 # --- observation conditions --------------------------------------------------------------------
 
 
-def noise_draws(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def noise_draws(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ``noisy`` condition's draws from ``default_rng([seed, NOISE_SALT])``, in order:
 
     1. ``missing = random((29, 5)) < 0.3``: row 0 is the reset observation, row ``t + 1`` the
        observation after step ``t``; a missing meter is NaN with its delta and anomaly;
     2. ``meter_noise = 0.08 * standard_normal((29, 5))``, same rows;
     3. ``delta_noise = 0.08 * standard_normal((28, 5))``: row ``t`` for step ``t``'s reported
-       delta;
-    4. ``anomaly_noise = 0.08 * standard_normal((28, 5))``: the same for its anomaly (its own
-       draw: with the delta's, the difference would show the neutral delta at the true
-       state, which no real product knows).
+       delta.
+
+    The reported anomaly is derived from what is reported (:func:`observed_anomalies`).
     """
     rng = np.random.default_rng([int(seed), NOISE_SALT])
     missing = rng.random((_T + 1, spec.N_METERS)) < MISSING_PROBABILITY
     meter_noise = OBS_NOISE_SD * rng.standard_normal((_T + 1, spec.N_METERS))
     delta_noise = OBS_NOISE_SD * rng.standard_normal((_T, spec.N_METERS))
-    anomaly_noise = OBS_NOISE_SD * rng.standard_normal((_T, spec.N_METERS))
-    return missing, meter_noise, delta_noise, anomaly_noise
+    return missing, meter_noise, delta_noise
+
+
+def observed_anomalies(reported_before, slot: int, action: int, event: int, reported_delta):
+    """The anomalies a product computes from its readings: the reported delta minus the
+    neutral profile's clipped delta at the *reported* meters before the step (spec 6 with
+    what is seen). NaN where the delta or that meter's reading is missing, and everywhere
+    when vitality or serenity (which the neutral delta depends on) is missing."""
+    m = np.asarray(reported_before, dtype=np.float64)
+    d = np.asarray(reported_delta, dtype=np.float64)
+    if not np.isfinite(m[[spec.V, spec.S]]).all():
+        return np.full(spec.N_METERS, np.nan)
+    neutral = neutral_delta(np.nan_to_num(m), slot, action, event)
+    out = d - neutral
+    out[~np.isfinite(m)] = np.nan
+    return np.clip(out, -2.0, 2.0)
 
 
 def observed_reward(w, deltas, meters) -> float:

@@ -214,7 +214,6 @@ def test_noisy_condition_adds_noise_and_missing_readings_from_its_generator(seed
     missing = rng.random((29, 5)) < 0.3
     meter_noise = 0.08 * rng.standard_normal((29, 5))
     delta_noise = 0.08 * rng.standard_normal((28, 5))
-    anomaly_noise = 0.08 * rng.standard_normal((28, 5))
 
     def seen(x, row, noise, lo, hi):
         want = np.clip(x + noise, lo, hi)
@@ -224,15 +223,21 @@ def test_noisy_condition_adds_noise_and_missing_readings_from_its_generator(seed
     np.testing.assert_array_equal(on["meters"], seen(oc["meters"], 0, meter_noise[0], 0, 1))
     recs = np.random.default_rng(seed).integers(0, 10, 28)
     for t, rec in enumerate(recs):
+        before = on["meters"]
         oc, rc, _, _, ic = clean.step(int(rec))
         on, rn, _, _, inn = noisy.step(int(rec))
         assert ic["answers"] == inn["answers"]  # the answers come from the truth
         assert rc == rn  # the reward step() returns is the truth (the grader's)
         np.testing.assert_array_equal(on["meters"], seen(oc["meters"], t + 1, meter_noise[t + 1], 0, 1))
         np.testing.assert_array_equal(on["deltas"], seen(oc["deltas"], t + 1, delta_noise[t], -1, 1))
-        np.testing.assert_array_equal(
-            on["anomalies"], seen(oc["anomalies"], t + 1, anomaly_noise[t], -2, 2)
-        )
+        # anomalies from what is reported: reported delta - neutral delta at the reported meters
+        if np.isfinite(before[[0, 3]]).all():
+            neutral = dynamics.neutral_delta(np.nan_to_num(before), t % 4, oc["last_action"], oc["active_event"])
+            want = np.clip(on["deltas"] - neutral, -2, 2)
+            want[np.isnan(before)] = np.nan
+        else:
+            want = np.full(5, np.nan)
+        np.testing.assert_allclose(on["anomalies"], want, atol=1e-12)
         r_seen = on["last_reward"][0]
         if missing[t + 1].any():
             assert np.isnan(r_seen)
