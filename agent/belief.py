@@ -55,6 +55,7 @@ from agent.answers import (
     track_states,
     weighted_quantile,
 )
+from agent.meter_filter import MeterFilter
 from simulator import spec
 from simulator.dynamics import compact_params, expected_delta_batch
 from simulator.profiles import Profile, belief_truth_array
@@ -96,8 +97,6 @@ N_ANSWER_SAMPLES = 2048
 #: Hit-and-run steps per sample for ``w`` on the polytope the reward equations leave.
 W_HIT_AND_RUN_STEPS = 24
 ANSWER_SALT = 0xA115
-#: Noisy readings: delta components predicted this close to a meter bound are not used.
-CLIP_MARGIN = 0.05
 
 
 def sample_simplex_polytope(
@@ -265,6 +264,7 @@ class BeliefState:
         self._track: list[TrackStep] = []
         self._is: dict[str, Any] | None = None
         self._is_base: dict[str, Any] | None = None
+        self._filter: MeterFilter | None = None
         self._week = 0
         a_rng = np.random.default_rng([self._seed, ANSWER_SALT])
         m = self.n_answer_samples
@@ -284,16 +284,20 @@ class BeliefState:
         self._record(obs)
         a = int(obs.get("last_action", spec.N_ACTIONS))
         t = int(obs["t"])
-        if a >= spec.N_ACTIONS or t < 1 or "deltas" not in obs:
-            return
-        m1 = np.asarray(obs["meters"], dtype=np.float64)
-        d = np.asarray(obs["deltas"], dtype=np.float64)
-        m0 = m1 - d
-        if self.meter_obs_sd > 0 and len(self._track) >= t:
-            m0 = self._pre_step_meters(t - 1, m0)
-            d = self._drop_probably_clipped(m0, (t - 1) % spec.SLOTS_PER_DAY, a, obs, d)
-        event = int(obs.get("active_event", 0) or 0)
-        self.update(m0, (t - 1) % spec.SLOTS_PER_DAY, a, event, d, m1)
+        if self.meter_obs_sd > 0:
+            self._filter_observe(obs, t, a)
+            if a >= spec.N_ACTIONS or t < 1 or "deltas" not in obs:
+                return
+            m1 = np.asarray(obs["meters"], dtype=np.float64)
+            d = np.asarray(obs["deltas"], dtype=np.float64)
+        else:
+            if a >= spec.N_ACTIONS or t < 1 or "deltas" not in obs:
+                return
+            m1 = np.asarray(obs["meters"], dtype=np.float64)
+            d = np.asarray(obs["deltas"], dtype=np.float64)
+            m0 = m1 - d
+            event = int(obs.get("active_event", 0) or 0)
+            self.update(m0, (t - 1) % spec.SLOTS_PER_DAY, a, event, d, m1)
         r = obs.get("last_reward")
         if r is None or not np.all(np.isfinite(m1)) or not np.all(np.isfinite(d)):
             return
@@ -396,27 +400,26 @@ class BeliefState:
         self._week += 1
         self._is = self._is_base = None
 
-    def _pre_step_meters(self, step: int, fallback: np.ndarray) -> np.ndarray:
-        """The meters before ``step`` for the delta likelihood when readings are noisy: the
-        reading then where there is one, else ``fallback`` (meters - deltas), else the last
-        reading of that meter."""
-        m = np.where(np.isfinite(self._track[step].meters), self._track[step].meters, fallback)
-        for j in range(step - 1, -1, -1):
-            if np.isfinite(m).all():
-                break
-            m = np.where(np.isfinite(m), m, self._track[j].meters)
-        return m
+    def _filter_observe(self, obs: dict[str, Any], t: int, action: int) -> None:
+        """Noisy readings: the joint filter of modifiers and meters (:mod:`agent.meter_filter`)."""
+        if t == 0 or self._filter is None:
+            cov = np.linalg.inv(self.prior_prec)
+            self._filter = MeterFilter(
+                self.prior_mean, cov, ST_GRID, linear_design, self.meter_obs_sd
+            )
+            if t != 0:
+                return  # joined mid-stream: start from the next reading
+        elif 0 <= action < spec.N_ACTIONS:
+            event = int(obs.get("active_event", 0) or 0)
+            self._filter.step((t - 1) % spec.SLOTS_PER_DAY, action, event, obs["deltas"])
+        self._filter.observe_meters(obs["meters"])
+        self.n_steps += 1
+        self._cache = None
+        self._is = None
 
-    def _drop_probably_clipped(self, m0, slot: int, action: int, obs, d) -> np.ndarray:
-        """Noisy readings cannot show that a meter hit 0 or 1 (a clipped delta): drop the
-        components the posterior mean predicts within ``CLIP_MARGIN`` of a bound."""
-        if not np.isfinite(m0[[spec.V, spec.S]]).all():
-            return d
-        event = int(obs.get("active_event", 0) or 0)
-        f0, j = linear_design(m0, slot, action, event)
-        pred = m0 + f0 + j @ np.clip(self._posterior()["mean"], THETA_LO, THETA_HI)
-        near = (pred < CLIP_MARGIN) | (pred > 1.0 - CLIP_MARGIN)
-        return np.where(near, np.nan, d)
+    def meters_estimate(self) -> np.ndarray | None:
+        """The filter's estimate of the meters now (noisy readings only), else None."""
+        return None if self._filter is None else self._filter.meters()
 
     def _w_pinned(self) -> bool:
         """Whether the reward equations determine ``w`` on the simplex."""
@@ -508,6 +511,17 @@ class BeliefState:
     def _posterior(self) -> dict[str, Any]:
         if self._cache is not None:
             return self._cache
+        if self._filter is not None:
+            means, cov = self._filter.theta()
+            wts = self._filter.weights
+            self._cache = {
+                "cov": cov,
+                "prec": np.linalg.inv(cov),
+                "means": means,
+                "weights": wts,
+                "mean": wts @ means,
+            }
+            return self._cache
         prec = self.prior_prec + self._prec
         cov = np.linalg.inv(prec)
         cov = (cov + cov.T) / 2.0
@@ -547,6 +561,8 @@ class BeliefState:
 
     def data_precision(self) -> np.ndarray:
         """Precision added by the data so far (prior excluded)."""
+        if self._filter is not None:
+            return self._posterior()["prec"] - self.prior_prec
         return self._prec.copy()
 
     def stress_tolerance_weights(self) -> np.ndarray:

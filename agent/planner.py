@@ -467,6 +467,9 @@ class BayesAgent:
         """The meters now where some are not observed: the samples' weighted estimate when
         the belief tracks the week, else the last reading of each meter, else typical."""
         bs = self.belief_state
+        filtered = bs.meters_estimate()
+        if filtered is not None:
+            return filtered
         if bs.n_answers:
             s = bs.importance_samples()
             if s["states_now"] is not None:
