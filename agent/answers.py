@@ -161,25 +161,38 @@ def expected_abs_error(values: np.ndarray, weights: np.ndarray) -> float:
     return float((weights[:, None] * np.abs(values - med[None, :])).sum(axis=0).mean())
 
 
+def _expected_abs_errors(truth: np.ndarray, order: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Expected belief_mae of the weighted median for each row of ``weights`` (R, M), each
+    row normalised; ``order`` is ``argsort(truth, axis=0)``. Returns (R,)."""
+    out = np.zeros(len(weights))
+    for d in range(truth.shape[1]):
+        col = truth[:, d]
+        ws = weights[:, order[:, d]]
+        c = np.cumsum(ws, axis=1)
+        idx = np.argmax(c >= 0.5 * c[:, -1:] - 1e-12, axis=1)
+        med = col[order[idx, d]]
+        out += (weights * np.abs(col[None, :] - med[:, None])).sum(axis=1)
+    return out / truth.shape[1]
+
+
 def answer_information(
     truth: np.ndarray, weights: np.ndarray, p_accept: np.ndarray
 ) -> np.ndarray:
     """Expected reduction of the posterior expected belief_mae from one answer, per action.
 
     ``truth`` (M, 3): each sample's belief truth; ``weights`` (M,) normalised; ``p_accept``
-    (M, 10): each sample's probability of accepting each action now. For each action the
+    (M, A): each sample's probability of accepting each action now. For each action the
     preposterior: both answers, each reweighting the samples, each with its predictive
-    probability. Returns (10,), >= 0 up to sampling error."""
-    now = expected_abs_error(truth, weights)
-    out = np.zeros(p_accept.shape[1])
-    for a in range(p_accept.shape[1]):
-        p = p_accept[:, a]
-        pa = float(weights @ p)
-        after = 0.0
-        for like, prob in ((p, pa), (1.0 - p, 1.0 - pa)):
-            if prob <= 1e-9:
-                continue
-            w = weights * like
-            after += prob * expected_abs_error(truth, w / w.sum())
-        out[a] = now - after
-    return out
+    probability. Returns (A,), >= 0 up to sampling error."""
+    order = np.argsort(truth, axis=0, kind="stable")
+    now = _expected_abs_errors(truth, order, weights[None, :])[0]
+    pa = weights @ p_accept  # (A,)
+    acc = (weights[:, None] * p_accept).T  # (A, M)
+    ign = (weights[:, None] * (1.0 - p_accept)).T
+    rows = np.concatenate([acc, ign])
+    mass = rows.sum(axis=1, keepdims=True)
+    safe = np.where(mass > 1e-12, mass, 1.0)
+    errs = _expected_abs_errors(truth, order, rows / safe)
+    errs = np.where(mass[:, 0] > 1e-12, errs, 0.0)
+    a = p_accept.shape[1]
+    return now - (pa * errs[:a] + (1.0 - pa) * errs[a:])
