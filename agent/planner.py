@@ -388,11 +388,13 @@ class BayesAgent:
         plan: bool = True,
         first_rounds: int = 3,
         noise_sd: float = spec.NOISE_SD,
-        ask_weight: float = 0.0,
-        accept_weight: float = 0.0,
+        ask_weight: float = 3.0,
+        accept_weight: float = 0.006,
+        ask_conditions: tuple[str, ...] = ("answers-only",),
     ):
         self.ask_weight = float(ask_weight)
         self.accept_weight = float(accept_weight)
+        self.ask_conditions = tuple(ask_conditions)
         self.feedback = False
         self.observe = "clean"
         self._noise_var = float(noise_sd) ** 2
@@ -514,7 +516,7 @@ class BayesAgent:
     def _ask_bonus(self, meters: np.ndarray, slot: int) -> np.ndarray | None:
         """Per first action: ``ask_weight`` x 0.4 x the expected drop of the belief's
         expected absolute error that its answer brings (feedback mode only)."""
-        if not self.feedback or self.ask_weight <= 0:
+        if not self.feedback or self.ask_weight <= 0 or self.observe not in self.ask_conditions:
             return None
         s = self.belief_state.importance_samples()
         states = s["states_now"] if s["states_now"] is not None else meters
