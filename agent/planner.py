@@ -390,7 +390,7 @@ class BayesAgent:
         noise_sd: float = spec.NOISE_SD,
         ask_weight: float = 3.0,
         accept_weight: float = 0.006,
-        ask_conditions: tuple[str, ...] = ("answers-only",),
+        ask_conditions: tuple[str, ...] = ("noisy", "answers-only"),
     ):
         self.ask_weight = float(ask_weight)
         self.accept_weight = float(accept_weight)

@@ -47,14 +47,11 @@ from simulator.structureless import StructurelessPolicy  # noqa: E402
 
 CONDITIONS = ("clean", "noisy", "answers-only")
 KEYS = (2, 4, 8, 16, 28)
-#: The Bayesian agent's settings (its defaults: accept_weight 0.006, ask_weight 3 in
-#: answers-only; tuned on seeds 200-219, not the ones measured here).
+#: The Bayesian agent's settings (its defaults: accept_weight 0.006, ask_weight 3 in the
+#: noisy and answers-only conditions).
 AGENT: dict[str, Any] = {}
 #: The asking-to-learn ablation: the other setting, per condition.
-ASK_ABLATION = {
-    "answers-only": {"ask_weight": 0.0},
-    "noisy": {"ask_weight": 3.0, "ask_conditions": ("answers-only", "noisy")},
-}
+ASK_ABLATION = {"answers-only": {"ask_weight": 0.0}, "noisy": {"ask_weight": 0.0}}
 ARCHETYPES = list(spec.NAMED_PROFILES)
 
 
@@ -263,7 +260,7 @@ def markdown(results: dict[str, Any]) -> str:
         "# Feedback mode: learning the person from answers (issue 20)",
         "",
         f"`nice python benchmarks/feedback.py` ({n} in-dist weeks per condition, seeds 0-{n - 1},"
-        " feedback on; the agent: `BayesAgent()`: accept_weight 0.006, ask_weight 3 in answers-only).",
+        " feedback on; the agent: `BayesAgent()`: accept_weight 0.006, ask_weight 3 under noisy and answers-only).",
         "belief_mae after k answers is the belief the policy holds when it has read k answers;",
         "the ideal posterior reads the Bayesian agent's weeks (same recommendations, same answers).",
         "",
@@ -287,7 +284,11 @@ def markdown(results: dict[str, Any]) -> str:
             )
     if "ideal_ess" in results:
         lines += ["", "Ideal posterior: effective sample size at the end of the week (of 20,000): "
-                  + ", ".join(f"{k} {v:.0f}" for k, v in results["ideal_ess"].items()) + "."]
+                  + ", ".join(f"{k} {v:.0f}" for k, v in results["ideal_ess"].items()) + ". "
+                  "Where meters are read (clean, noisy) its weight collapses onto a few of the "
+                  "20,000 prior draws: the meters pin the person far more tightly than 20,000 "
+                  "draws can represent, so there it is no limit (the Bayesian agent does better); "
+                  "it is the reference for answers only, where nothing else is measured."]
     if "ask" in results:
         lines += ["", "## Asking to learn", "",
                   "The same seeds with and without the value of what an answer would teach "
@@ -364,22 +365,35 @@ def main() -> None:
     ap.add_argument("--discrete", type=int, default=17, help="weeks per archetype (0: skip)")
     ap.add_argument("--feedback-off", type=int, default=100, help="clean in-dist weeks (0: skip)")
     ap.add_argument("--out", default=str(_HERE.parent / "docs"))
+    ap.add_argument("--from-json", action="store_true", help="only re-render the table and plot")
+    ap.add_argument(
+        "--update", action="store_true",
+        help="start from the existing results JSON: rerun only what is asked, keep the rest",
+    )
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.from_json:
+        results = json.loads((out / "results_feedback.json").read_text())
+        results["goals"] = goals(results)
+        (out / "results_feedback.md").write_text(markdown(results))
+        plot(results, out / "feedback_curves.png")
+        return
     student = None
     if not args.no_student:
         p = _HERE.parent / "rhythm" / "models" / "student-q8_0.gguf"
         student = p if p.is_file() else None
     results: dict[str, Any] = {"episodes": args.episodes, "agent": AGENT, "conditions": {}}
+    if args.update:
+        results = json.loads((out / "results_feedback.json").read_text())
     for observe in args.conditions.split(","):
         results["conditions"][observe] = run_condition(observe, args.episodes, student)
         json.dump(results, (out / "results_feedback.json").open("w"), indent=1)
     results["ideal_ess"] = {k: v["ideal"]["ess_end"] for k, v in results["conditions"].items()}
     if not args.no_ask:
-        results["ask"] = {}
+        results.setdefault("ask", {})
         for observe in ("answers-only", "noisy"):
-            if observe not in results["conditions"]:
+            if observe not in args.conditions.split(","):
                 continue
             asks = observe in BayesAgent().ask_conditions
             base, other = ("asks", "does not ask") if asks else ("does not ask", "asks")
