@@ -235,7 +235,10 @@ def plot(results: dict[str, Any], path: Path) -> None:
             if name in res:
                 ax.plot(range(29), res[name]["belief_mae_curve"], color=color, ls=ls, label=label)
         ax.axhline(0.15, color="grey", lw=0.6)
-        ax.set_title(f"{observe} (feedback on)")
+        title = f"{observe} (feedback on)"
+        if "ideal" in res and observe != "answers-only":
+            title += f"; ideal's ESS {res['ideal']['ess_end']:.0f} of 20,000"
+        ax.set_title(title, fontsize=10)
         ax.set_xlabel("answers")
         ax.set_xticks([0, 2, 4, 8, 16, 28])
     axes[0].set_ylabel("belief_mae (mean over episodes)")
