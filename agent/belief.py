@@ -94,6 +94,8 @@ I_SV, I_SS, I_MORNING, I_WVR, I_PSB = 0, 1, 2, 3, 4
 
 #: Importance samples once there are answers.
 N_ANSWER_SAMPLES = 2048
+#: The most importance samples ``min_ess`` may grow the belief to.
+MAX_ANSWER_SAMPLES = 65536
 #: Hit-and-run steps per sample for ``w`` on the polytope the reward equations leave.
 W_HIT_AND_RUN_STEPS = 24
 ANSWER_SALT = 0xA115
@@ -221,6 +223,7 @@ class BeliefState:
         n_answer_samples: int = N_ANSWER_SAMPLES,
         meter_obs_sd: float = 0.0,
         events_observed: bool = True,
+        min_ess: float = 0.0,
     ):
         """``noise_sd``: per-meter noise of an observed delta. The simulator's is
         ``spec.NOISE_SD``; meters computed from real wearable data are far noisier (the
@@ -228,12 +231,16 @@ class BeliefState:
         ``n_answer_samples``: importance samples once there are answers.
         ``meter_obs_sd``: noise of a reported meter (0: exact; the ``noisy`` condition 0.08),
         used for the meters at the time of an answer; ``events_observed``: whether
-        ``active_event`` is seen (not in the ``answers-only`` condition)."""
+        ``active_event`` is seen (not in the ``answers-only`` condition). ``min_ess``: when
+        the answers leave fewer effective samples than this, the belief draws four times as
+        many (up to ``MAX_ANSWER_SAMPLES``; 0 = never, as measured in the simulator; the
+        product, with weeks of answers, should set it, e.g. 100)."""
         self.prior_scale = float(prior_scale)
         self.noise_var = float(noise_sd) ** 2
         self.n_answer_samples = int(n_answer_samples)
         self.meter_obs_sd = float(meter_obs_sd)
         self.events_observed = bool(events_observed)
+        self.min_ess = float(min_ess)
         self.n_samples = int(n_samples)
         self._seed = int(seed)
         self.reset(seed)
@@ -266,13 +273,19 @@ class BeliefState:
         self._is_base: dict[str, Any] | None = None
         self._filter: MeterFilter | None = None
         self._week = 0
-        a_rng = np.random.default_rng([self._seed, ANSWER_SALT])
-        m = self.n_answer_samples
+        self._draw_answer_samples(self.n_answer_samples)
+
+    def _draw_answer_samples(self, m: int) -> None:
+        """The fixed draws behind ``m`` importance samples (seeded by the belief's seed)."""
+        self._m_answer = int(m)
+        grown = [] if m == self.n_answer_samples else [m]
+        a_rng = np.random.default_rng([self._seed, ANSWER_SALT, *grown])
         self._za = a_rng.standard_normal((m, N_THETA))
         self._ua = (np.arange(m) + 0.5) / m
         g = a_rng.standard_gamma(1.0, (m, 5))
         self._wa = g / g.sum(axis=1, keepdims=True)
         self._wa_seed = int(a_rng.integers(2**31))
+        self._is = self._is_base = None
 
     def update_from_observation(self, obs: dict[str, Any]) -> None:
         """Absorb the step the observation describes (no-op for the reset observation).
@@ -457,6 +470,10 @@ class BeliefState:
         logw = base["logw0"] + (np.sum(base["ll"], axis=0) if base["ll"] else 0.0)
         wts = np.exp(logw - logw.max())
         wts /= wts.sum()
+        if 1.0 / (wts**2).sum() < self.min_ess and self._m_answer < MAX_ANSWER_SAMPLES:
+            # Many answers concentrate the weight on few draws: draw four times as many.
+            self._draw_answer_samples(min(4 * self._m_answer, MAX_ANSWER_SAMPLES))
+            return self._importance()
         states = np.array(base["states"]) if base["states"] else None
         self._is = {
             "params": base["params"],
@@ -474,7 +491,7 @@ class BeliefState:
         """Draws from the meter posterior (``w`` pinned, or Dirichlet draws weighted by the
         reward equations so far)."""
         post = self._posterior()
-        m = self.n_answer_samples
+        m = self._m_answer
         chol = np.linalg.cholesky(post["cov"] + 1e-12 * np.eye(N_THETA))
         g = np.minimum(np.searchsorted(np.cumsum(post["weights"]), self._ua), len(ST_GRID) - 1)
         theta = post["means"][g] + self._za @ chol.T

@@ -235,3 +235,22 @@ def test_answers_only_belief_tracks_the_ideal_posterior():
     np.testing.assert_array_equal(bayes["accepted"], ideal["accepted"])  # the same weeks
     for k in (8, 28):
         assert abs(bayes["mae_curve"][:, k].mean() - ideal["mae_curve"][:, k].mean()) < 0.03
+
+
+def test_many_answers_grow_the_samples_when_asked():
+    # Weeks of answers concentrate the importance weights; with min_ess the belief draws more.
+    from simulator.feedback import accept_probability, utilities_batch
+
+    rng = np.random.default_rng(1)
+    prof = named_profile("introvert_morning")
+    compact = compact_params(prof.to_array()[None, :])
+    fixed, grows = BeliefState(seed=2), BeliefState(seed=2, min_ess=100)
+    for _ in range(100):
+        m = np.clip(0.65 + 0.15 * rng.standard_normal(5), 0.05, 1.0)
+        s, a = int(rng.integers(4)), int(rng.integers(10))
+        accepted = bool(rng.random() < accept_probability(utilities_batch(compact, m[None], s), a)[0])
+        fixed.observe_answer(m, s, a, accepted)
+        grows.observe_answer(m, s, a, accepted)
+    assert fixed.importance_samples()["ess"] < 100
+    assert grows.importance_samples()["ess"] >= 100
+    assert len(grows.importance_samples()["weights"]) > len(fixed.importance_samples()["weights"])
