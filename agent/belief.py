@@ -24,8 +24,15 @@ The model (exact for the simulator, see ../shared/specs/simulator.md):
   full range.
 - **Belief** (spec 4.2): the per-dimension posterior *median* (it minimises the expected
   absolute error) of the truth function over posterior samples, with the posterior sd.
-- **Feedback** (:meth:`BeliefState.observe_feedback`): the product's accept / ignore answers
-  are weak pseudo-observations, see the method.
+- **Answers** (feedback.md; :meth:`BeliefState.observe_answer`, and ``last_answer`` in a
+  feedback-mode observation): each answer multiplies in its likelihood
+  ``p(accept | profile, meters, slot, action)`` under the spec's answer model
+  (:mod:`agent.answers`). Once there is an answer the posterior is represented by
+  importance weights over ``n_answer_samples`` draws from the meter posterior above (with
+  the reward weights, while the reward equations do not pin them yet, drawn from the
+  Dirichlet(1) prior conditioned on the equations so far: uniform on the polytope they
+  leave, by hit-and-run); belief, samples and point estimates are weighted. Without answers
+  nothing changes.
 
 Everything is a pure function of the observation dicts (the real-data side feeds the same
 dicts from mapping/).
@@ -40,6 +47,15 @@ from typing import Any
 
 import numpy as np
 
+from agent.answers import (
+    Answer,
+    TrackStep,
+    answer_log_likelihood,
+    fill_meters,
+    track_states,
+    weighted_quantile,
+)
+from agent.meter_filter import MeterFilter
 from simulator import spec
 from simulator.dynamics import compact_params, expected_delta_batch
 from simulator.profiles import Profile, belief_truth_array
@@ -76,9 +92,39 @@ THETA_SD_INDIST = spec.MIDDLE_FRACTION * (THETA_HI - THETA_LO) / np.sqrt(12.0)
 # Indices (into theta) of the belief-relevant parameters.
 I_SV, I_SS, I_MORNING, I_WVR, I_PSB = 0, 1, 2, 3, 4
 
-#: Feedback model: pseudo-observation sd on the parameter(s) of an accepted/ignored action.
-FEEDBACK_SD = 1.0
-FEEDBACK_TARGET = 0.5
+#: Importance samples once there are answers.
+N_ANSWER_SAMPLES = 2048
+#: The most importance samples ``min_ess`` may grow the belief to.
+MAX_ANSWER_SAMPLES = 65536
+#: Hit-and-run steps per sample for ``w`` on the polytope the reward equations leave.
+W_HIT_AND_RUN_STEPS = 24
+ANSWER_SALT = 0xA115
+
+
+def sample_simplex_polytope(
+    a: np.ndarray, w0: np.ndarray, n: int, rng: np.random.Generator, steps: int = W_HIT_AND_RUN_STEPS
+) -> np.ndarray:
+    """``n`` draws, uniform (the Dirichlet(1) prior, conditioned) on
+    ``{w >= 0, sum w = 1, a w = a w0}``, by ``steps`` of hit-and-run from the feasible
+    ``w0`` in ``n`` parallel chains. Returns (n, 5)."""
+    cons = np.vstack([np.atleast_2d(a), np.ones(5)]) if len(a) else np.ones((1, 5))
+    _, sv, vt = np.linalg.svd(cons)
+    rank = int((sv > 1e-9 * sv[0]).sum())
+    null = vt[rank:]  # (d, 5) directions that keep every equation
+    w = np.broadcast_to(np.clip(w0, 0.0, None), (n, 5)).copy()
+    if len(null) == 0:
+        return w
+    for _ in range(steps):
+        d = rng.standard_normal((n, len(null))) @ null  # (n, 5)
+        d /= np.linalg.norm(d, axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lim = -w / d  # where w + s d hits 0
+        lo = np.where(d > 1e-12, lim, -np.inf).max(axis=1)
+        hi = np.where(d < -1e-12, lim, np.inf).min(axis=1)
+        lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
+        s = lo + (hi - lo) * rng.random(n)
+        w = np.clip(w + s[:, None] * d, 0.0, None)
+    return w / w.sum(axis=1, keepdims=True)
 
 
 def _basis_compact():
@@ -174,12 +220,27 @@ class BeliefState:
         n_samples: int = 256,
         seed: int = 0,
         noise_sd: float = spec.NOISE_SD,
+        n_answer_samples: int = N_ANSWER_SAMPLES,
+        meter_obs_sd: float = 0.0,
+        events_observed: bool = True,
+        min_ess: float = 0.0,
     ):
         """``noise_sd``: per-meter noise of an observed delta. The simulator's is
         ``spec.NOISE_SD``; meters computed from real wearable data are far noisier (the
-        real-data path passes a larger value so the belief does not overfit them)."""
+        real-data path passes a larger value so the belief does not overfit them).
+        ``n_answer_samples``: importance samples once there are answers.
+        ``meter_obs_sd``: noise of a reported meter (0: exact; the ``noisy`` condition 0.08),
+        used for the meters at the time of an answer; ``events_observed``: whether
+        ``active_event`` is seen (not in the ``answers-only`` condition). ``min_ess``: when
+        the answers leave fewer effective samples than this, the belief draws four times as
+        many (up to ``MAX_ANSWER_SAMPLES``; 0 = never, as measured in the simulator; the
+        product, with weeks of answers, should set it, e.g. 100)."""
         self.prior_scale = float(prior_scale)
         self.noise_var = float(noise_sd) ** 2
+        self.n_answer_samples = int(n_answer_samples)
+        self.meter_obs_sd = float(meter_obs_sd)
+        self.events_observed = bool(events_observed)
+        self.min_ess = float(min_ess)
         self.n_samples = int(n_samples)
         self._seed = int(seed)
         self.reset(seed)
@@ -205,22 +266,51 @@ class BeliefState:
         z_rng = np.random.default_rng([self._seed, 0xBE11EF])
         self._z = z_rng.standard_normal((self.n_samples, N_THETA))
         self._u = (np.arange(self.n_samples) + 0.5) / self.n_samples
+        # Answers (feedback.md): records, the week's track, fixed importance draws.
+        self._answers: list[Answer] = []
+        self._track: list[TrackStep] = []
+        self._is: dict[str, Any] | None = None
+        self._is_base: dict[str, Any] | None = None
+        self._filter: MeterFilter | None = None
+        self._week = 0
+        self._draw_answer_samples(self.n_answer_samples)
+
+    def _draw_answer_samples(self, m: int) -> None:
+        """The fixed draws behind ``m`` importance samples (seeded by the belief's seed)."""
+        self._m_answer = int(m)
+        grown = [] if m == self.n_answer_samples else [m]
+        a_rng = np.random.default_rng([self._seed, ANSWER_SALT, *grown])
+        self._za = a_rng.standard_normal((m, N_THETA))
+        self._ua = (np.arange(m) + 0.5) / m
+        g = a_rng.standard_gamma(1.0, (m, 5))
+        self._wa = g / g.sum(axis=1, keepdims=True)
+        self._wa_seed = int(a_rng.integers(2**31))
+        self._is = self._is_base = None
 
     def update_from_observation(self, obs: dict[str, Any]) -> None:
         """Absorb the step the observation describes (no-op for the reset observation).
 
         Missing pieces are tolerated (real-data observations): no ``last_reward`` (or a
         non-finite one) skips the reward-weight equation, a missing ``active_event`` means
-        none, and non-finite meter or delta components are skipped like censored ones."""
+        none, and non-finite meter or delta components are skipped like censored ones.
+        A feedback-mode observation (``last_answer``) also adds the answer it reports."""
+        self._record(obs)
         a = int(obs.get("last_action", spec.N_ACTIONS))
         t = int(obs["t"])
-        if a >= spec.N_ACTIONS or t < 1 or "deltas" not in obs:
-            return
-        m1 = np.asarray(obs["meters"], dtype=np.float64)
-        d = np.asarray(obs["deltas"], dtype=np.float64)
-        m0 = m1 - d
-        event = int(obs.get("active_event", 0) or 0)
-        self.update(m0, (t - 1) % spec.SLOTS_PER_DAY, a, event, d, m1)
+        if self.meter_obs_sd > 0:
+            self._filter_observe(obs, t, a)
+            if a >= spec.N_ACTIONS or t < 1 or "deltas" not in obs:
+                return
+            m1 = np.asarray(obs["meters"], dtype=np.float64)
+            d = np.asarray(obs["deltas"], dtype=np.float64)
+        else:
+            if a >= spec.N_ACTIONS or t < 1 or "deltas" not in obs:
+                return
+            m1 = np.asarray(obs["meters"], dtype=np.float64)
+            d = np.asarray(obs["deltas"], dtype=np.float64)
+            m0 = m1 - d
+            event = int(obs.get("active_event", 0) or 0)
+            self.update(m0, (t - 1) % spec.SLOTS_PER_DAY, a, event, d, m1)
         r = obs.get("last_reward")
         if r is None or not np.all(np.isfinite(m1)) or not np.all(np.isfinite(d)):
             return
@@ -230,6 +320,7 @@ class BeliefState:
         self._w_rows.append(row)
         self._w_rhs.append(rhs)
         self._w = solve_simplex_lsq(np.array(self._w_rows), np.array(self._w_rhs))
+        self._is = None
 
     def update_many(self, observations: Iterable[dict[str, Any]]) -> None:
         """:meth:`update_from_observation` for a sequence of observations, in order."""
@@ -256,34 +347,197 @@ class BeliefState:
         self._c += (rg * rg).sum(axis=1) / self.noise_var
         self.n_steps += 1
         self._cache = None
+        self._is = None
+
+    # -- answers (feedback.md) ----------------------------------------------------------------
+    def observe_answer(self, meters, slot: int, action: int, accepted: bool) -> None:
+        """Absorb one real answer: the person accepted (True) or ignored (False) the
+        recommendation ``action`` (id 0..9) for slot ``slot`` (0..3), when the slot's meters
+        were ``meters`` (5 floats, order V C P S N, NaN where unknown: replaced by
+        :data:`agent.answers.TYPICAL_METERS`). The likelihood is the spec's answer model."""
+        a, s = int(action), int(slot)
+        if not 0 <= a < spec.N_ACTIONS:
+            raise ValueError(f"action {action!r} out of range 0..{spec.N_ACTIONS - 1}")
+        if not 0 <= s < spec.SLOTS_PER_DAY:
+            raise ValueError(f"slot {slot!r} out of range 0..{spec.SLOTS_PER_DAY - 1}")
+        m = tuple(float(x) for x in fill_meters(meters))
+        self._answers.append(Answer(a, bool(accepted), s, None, m))
+        self._is = None
 
     def observe_feedback(self, action: int, accepted: bool) -> None:
-        """Weak evidence from the product's accept / ignore answers.
-
-        Model: accepting a social action (SOCIALIZE, FAMILY_TIME) is one pseudo-observation
-        ``social_vitality = +0.5`` and ``social_serenity = +0.5`` with sd ``FEEDBACK_SD``
-        (1.0, i.e. worth about a fifth of the prior); ignoring it the same at ``-0.5``. Work
-        actions (DEEP_WORK, ADMIN_WORK, LEARN) do the same for work_vitality_recovery and
-        progress_serenity_bonus. Other actions carry no evidence here.
-        """
+        """An answer whose slot and meters are not known (kept for callers that have only
+        the action): :meth:`observe_answer` with the probability averaged over the four
+        slots, at the typical meters. Prefer :meth:`observe_answer`."""
         a = int(action)
-        if a in spec.SOCIAL_ACTIONS:
-            idx = (I_SV, I_SS)
-        elif a in spec.WORK_ACTIONS:
-            idx = (I_WVR, I_PSB)
-        else:
-            return
-        target = FEEDBACK_TARGET if accepted else -FEEDBACK_TARGET
-        prec = 1.0 / FEEDBACK_SD**2
-        for i in idx:
-            self._prec[i, i] += prec
-            self._b[:, i] += prec * target
-            self._c += prec * target**2
+        if not 0 <= a < spec.N_ACTIONS:
+            raise ValueError(f"action {action!r} out of range 0..{spec.N_ACTIONS - 1}")
+        self._answers.append(Answer(a, bool(accepted), None, None, None))
+        self._is = None
+
+    @property
+    def n_answers(self) -> int:
+        return len(self._answers)
+
+    def _record(self, obs: dict[str, Any]) -> None:
+        """Keep the week's track (meters seen, applied actions, events) and the answer a
+        feedback-mode observation reports."""
+        t = int(obs["t"])
+        if t == 0 or t != len(self._track):
+            self._freeze_answers()
+            if t != 0:
+                return  # not a consecutive stream (real data): no track
+        if t >= 1:
+            prev = self._track[t - 1]
+            a = int(obs.get("last_action", spec.N_ACTIONS))
+            prev.applied = a if 0 <= a < spec.N_ACTIONS else -1
+            prev.event = int(obs.get("active_event", 0) or 0) if self.events_observed else -1
+        meters = np.asarray(obs.get("meters", [np.nan] * spec.N_METERS), dtype=np.float64)
+        self._track.append(TrackStep(meters.reshape(spec.N_METERS).copy(), t % spec.SLOTS_PER_DAY))
+        answer = int(obs.get("last_answer", 0) or 0)
+        if t >= 1 and answer in (1, 2):
+            rec = int(obs["last_recommendation"])
+            self._answers.append(Answer(rec, answer == 1, (t - 1) % spec.SLOTS_PER_DAY, t - 1))
+            self._is = None
+
+    def _freeze_answers(self) -> None:
+        """A new week: answers that pointed into the old track keep the meters seen then."""
+        frozen = []
+        for ans in self._answers:
+            if ans.step is not None:
+                seen = self._track[ans.step].meters if ans.step < len(self._track) else None
+                m = tuple(float(x) for x in fill_meters(seen))
+                ans = Answer(ans.action, ans.accepted, ans.slot, None, m)
+            frozen.append(ans)
+        self._answers = frozen
+        self._track = []
+        self._week += 1
+        self._is = self._is_base = None
+
+    def _filter_observe(self, obs: dict[str, Any], t: int, action: int) -> None:
+        """Noisy readings: the joint filter of modifiers and meters (:mod:`agent.meter_filter`)."""
+        if t == 0 or self._filter is None:
+            cov = np.linalg.inv(self.prior_prec)
+            self._filter = MeterFilter(
+                self.prior_mean, cov, ST_GRID, linear_design, self.meter_obs_sd
+            )
+            if t != 0:
+                return  # joined mid-stream: start from the next reading
+        elif 0 <= action < spec.N_ACTIONS:
+            event = int(obs.get("active_event", 0) or 0)
+            self._filter.step((t - 1) % spec.SLOTS_PER_DAY, action, event, obs["deltas"])
+        self._filter.observe_meters(obs["meters"])
+        self.n_steps += 1
         self._cache = None
+        self._is = None
+
+    def meters_estimate(self) -> np.ndarray | None:
+        """The filter's estimate of the meters now (noisy readings only), else None."""
+        return None if self._filter is None else self._filter.meters()
+
+    def _w_pinned(self) -> bool:
+        """Whether the reward equations determine ``w`` on the simplex."""
+        if len(self._w_rows) < 4:
+            return False
+        a = np.vstack([np.array(self._w_rows), np.ones(5)])
+        sv = np.linalg.svd(a, compute_uv=False)
+        return bool(sv[-1] > 1e-3 * sv[0])
+
+    def _importance(self) -> dict[str, Any]:
+        """Importance samples of the posterior with the answers (see the module docstring).
+
+        The proposal (samples, their tracks of the week, each answer's log-likelihood) is
+        kept until the meter posterior or the reward equations change; new steps and new
+        answers only extend it."""
+        if self._is is not None:
+            return self._is
+        key = (self._week, self.n_steps, len(self._w_rows), self.meter_obs_sd, self.events_observed)
+        base = self._is_base
+        if base is None or base["key"] != key:
+            base = self._is_base = self._proposal(key)
+        compact = base["compact"]
+        if self._track:
+            last = len(self._track) - 1
+            done = len(base["states"]) - 1
+            if last > done:
+                states, resume = track_states(
+                    compact, self._track, last, self.meter_obs_sd**2, resume=base["resume"]
+                )
+                base["states"].extend(states)
+                base["resume"] = resume
+        for ans in self._answers[len(base["ll"]) :]:
+            st = base["states"][ans.step] if ans.step is not None else fill_meters(ans.meters)
+            base["ll"].append(answer_log_likelihood(compact, st, ans.slot, ans.action, ans.accepted))
+        logw = base["logw0"] + (np.sum(base["ll"], axis=0) if base["ll"] else 0.0)
+        wts = np.exp(logw - logw.max())
+        wts /= wts.sum()
+        if 1.0 / (wts**2).sum() < self.min_ess and self._m_answer < MAX_ANSWER_SAMPLES:
+            # Many answers concentrate the weight on few draws: draw four times as many.
+            self._draw_answer_samples(min(4 * self._m_answer, MAX_ANSWER_SAMPLES))
+            return self._importance()
+        states = np.array(base["states"]) if base["states"] else None
+        self._is = {
+            "params": base["params"],
+            "weights": wts,
+            "truth": base["truth"],
+            "compact": compact,
+            "states_now": None if states is None else states[-1],
+            "states": states,
+            "grid": base["grid"],
+            "ess": float(1.0 / (wts**2).sum()),
+        }
+        return self._is
+
+    def _proposal(self, key) -> dict[str, Any]:
+        """Draws from the meter posterior (``w`` pinned, or Dirichlet draws weighted by the
+        reward equations so far)."""
+        post = self._posterior()
+        m = self._m_answer
+        chol = np.linalg.cholesky(post["cov"] + 1e-12 * np.eye(N_THETA))
+        g = np.minimum(np.searchsorted(np.cumsum(post["weights"]), self._ua), len(ST_GRID) - 1)
+        theta = post["means"][g] + self._za @ chol.T
+        params = np.tile(Profile.neutral().to_array(), (m, 1))
+        params[:, THETA_COLS] = np.clip(theta, THETA_LO, THETA_HI)
+        params[:, ST_COL] = ST_GRID[g]
+        logw0 = np.zeros(m)
+        if self._w_pinned():
+            params[:, :5] = self._w
+        elif self._w_rows:
+            rng = np.random.default_rng([self._wa_seed, len(self._w_rows)])
+            params[:, :5] = sample_simplex_polytope(np.array(self._w_rows), self._w, m, rng)
+        else:
+            params[:, :5] = self._wa
+        return {
+            "key": key,
+            "params": params,
+            "compact": compact_params(params),
+            "truth": belief_truth_array(params),
+            "grid": g,
+            "logw0": logw0,
+            "states": [],
+            "resume": None,
+            "ll": [],
+        }
+
+    def importance_samples(self) -> dict[str, Any]:
+        """The weighted samples once there are answers (``params`` (M, 15), ``weights``,
+        ``truth`` (M, 3), ``compact``, ``states_now``: each sample's estimate of the current
+        meters or None, ``ess``); the planner reads them."""
+        return self._importance()
 
     # -- posterior --------------------------------------------------------------------------
     def _posterior(self) -> dict[str, Any]:
         if self._cache is not None:
+            return self._cache
+        if self._filter is not None:
+            means, cov = self._filter.theta()
+            wts = self._filter.weights
+            self._cache = {
+                "cov": cov,
+                "prec": np.linalg.inv(cov),
+                "means": means,
+                "weights": wts,
+                "mean": wts @ means,
+            }
             return self._cache
         prec = self.prior_prec + self._prec
         cov = np.linalg.inv(prec)
@@ -300,27 +554,46 @@ class BeliefState:
 
     @property
     def w(self) -> np.ndarray:
-        """Point estimate of the reward weights (exact after a handful of diverse steps)."""
+        """Point estimate of the reward weights (exact after a handful of diverse steps;
+        with answers and ``w`` not pinned yet, the weighted mean of the samples)."""
+        if self._answers:
+            s = self._importance()
+            return s["weights"] @ s["params"][:, :5]
         return self._w.copy()
 
     def theta_mean(self) -> np.ndarray:
         """Posterior mean of the nine linear modifiers (clipped to their ranges)."""
+        if self._answers:
+            s = self._importance()
+            return s["weights"] @ s["params"][:, THETA_COLS]
         return np.clip(self._posterior()["mean"], THETA_LO, THETA_HI)
 
     def theta_cov(self) -> np.ndarray:
         """Posterior covariance of the nine linear modifiers (shared by the grid points)."""
+        if self._answers:
+            s = self._importance()
+            x = s["params"][:, THETA_COLS] - self.theta_mean()[None, :]
+            return (s["weights"][:, None] * x).T @ x
         return self._posterior()["cov"].copy()
 
     def data_precision(self) -> np.ndarray:
         """Precision added by the data so far (prior excluded)."""
+        if self._filter is not None:
+            return self._posterior()["prec"] - self.prior_prec
         return self._prec.copy()
 
     def stress_tolerance_weights(self) -> np.ndarray:
         """Posterior weights of ``ST_GRID``."""
+        if self._answers:
+            s = self._importance()
+            return np.bincount(s["grid"], weights=s["weights"], minlength=len(ST_GRID))
         return self._posterior()["weights"].copy()
 
     def profile_estimate(self) -> Profile:
         """Posterior-mean profile (reward weights from the exact solve)."""
+        if self._answers:
+            s = self._importance()
+            return Profile.from_array(s["weights"] @ s["params"])
         post = self._posterior()
         arr = Profile.neutral().to_array()
         arr[:5] = self._w
@@ -329,7 +602,13 @@ class BeliefState:
         return Profile.from_array(arr)
 
     def sample_params(self, n: int, rng: np.random.Generator | None = None) -> np.ndarray:
-        """(n, 15) posterior samples (fixed quasi-random draws when ``rng`` is None)."""
+        """(n, 15) posterior samples (fixed quasi-random draws when ``rng`` is None; with
+        answers, a systematic resample of the importance samples)."""
+        if self._answers:
+            s = self._importance()
+            u = (np.arange(n) + 0.5) / n if rng is None else np.sort(rng.random(n))
+            idx = np.minimum(np.searchsorted(np.cumsum(s["weights"]), u), len(s["weights"]) - 1)
+            return s["params"][idx].copy()
         post = self._posterior()
         chol = np.linalg.cholesky(post["cov"] + 1e-12 * np.eye(N_THETA))
         if rng is None:
@@ -359,8 +638,15 @@ class BeliefState:
 
     def belief(self) -> np.ndarray:
         """Posterior median of (social, morning, work), each in [0, 1]."""
+        if self._answers:
+            s = self._importance()
+            return weighted_quantile(s["truth"], s["weights"])
         return np.median(self._belief_samples(), axis=0)
 
     def belief_sd(self) -> np.ndarray:
         """Posterior sd of (social, morning, work)."""
+        if self._answers:
+            s = self._importance()
+            mean = s["weights"] @ s["truth"]
+            return np.sqrt(s["weights"] @ (s["truth"] - mean[None, :]) ** 2)
         return self._belief_samples().std(axis=0)

@@ -18,6 +18,15 @@ Every decision:
 4. take the plan's first action and emit the posterior-median belief.
 
 Decisions cost a few milliseconds on one core (``benchmarks/agent.py`` measures them).
+
+Feedback mode (../shared/specs/feedback.md; the agent is told by ``configure``): the action is
+a recommendation the person may ignore, and then does their habit. The plan model then
+rolls out the *expected* week: at each step the recommendation is accepted with the answer
+model's probability under each sampled profile, else the habit (spec 9 heuristic) applies,
+and meters, rewards and crashes are the mixture of both (:meth:`PlanModel.simulate` with
+``feedback=True``). Answers enter the belief by their likelihood (:mod:`agent.answers`).
+Under the ``noisy`` and ``answers-only`` observation conditions the meters the plan starts
+from, and the rewards of the week so far, are the belief's estimates where not observed.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from agent.answers import TYPICAL_METERS, accept_probabilities, answer_information
 from agent.belief import (
     I_MORNING,
     I_PSB,
@@ -39,7 +49,8 @@ from agent.belief import (
 )
 from simulator import spec
 from simulator.dynamics import EVENT_EFFECT, effect_tables
-from simulator.policies import heuristic_action
+from simulator.feedback import OBS_NOISE_SD, TAU, check_observe
+from simulator.policies import heuristic_action, heuristic_actions
 
 _T = spec.EPISODE_STEPS
 _H = spec.HALF_EPISODE
@@ -60,7 +71,12 @@ class PlanModel:
         w: np.ndarray,
         crash_margin: float = 0.03,
         risk_cost: float = 0.002,
+        feedback: bool = False,
+        accept_weight: float = 0.0,
     ):
+        """``w``: (5,) shared, or (K, 5) one per sample. ``feedback``: roll out the expected
+        week of a person who may ignore each recommendation (module docstring);
+        ``accept_weight``: score per expected accepted recommendation (feedback mode)."""
         p = np.atleast_2d(np.asarray(params, dtype=np.float64))
         tab = effect_tables(p)
         self.k = p.shape[0]
@@ -81,12 +97,26 @@ class PlanModel:
         self._wm = spec.REWARD_LEVEL_SCALE * self.w
         self.low = spec.CRASH_THRESHOLD + crash_margin
         self.risk_cost = risk_cost
+        self.feedback = bool(feedback)
+        self.accept_weight = float(accept_weight)
+        if self.feedback or self.w.ndim == 2:
+            wk = np.broadcast_to(self.w, (self.k, spec.N_METERS))
+            self._wd_k = spec.REWARD_DELTA_SCALE * wk
+            self._wd_k = self._wd_k + np.array([0, 0, spec.REWARD_PROGRESS_BONUS, 0, spec.REWARD_CONNECTION_BONUS])
+            self._wm_k = spec.REWARD_LEVEL_SCALE * wk
+        if self.feedback:
+            # The person's own view (feedback.md 2): no event at all, for every action.
+            self.table_u = np.ascontiguousarray(
+                np.concatenate([tab.const, tab.scaled], axis=-1).transpose(1, 2, 0, 3)
+            )
 
     def simulate(self, plans: np.ndarray, meters: np.ndarray, t: int) -> dict[str, np.ndarray]:
         """Roll B plans ``(B, 28 - t)`` out from ``meters`` at step ``t`` for every sample.
 
         Returns ``rewards`` (B, K, L), ``meters`` (B, K, 5) at the end, ``crashes`` and
         ``risk`` (B, K): meters below 0.10 and below 0.10 + margin, summed over the steps."""
+        if self.feedback or self.w.ndim == 2:
+            return self._simulate_k(plans, meters, t)
         plans = np.asarray(plans, dtype=np.int64)
         b, length = plans.shape
         m = np.broadcast_to(np.asarray(meters, dtype=np.float64), (b, self.k, 5)).copy()
@@ -116,6 +146,74 @@ class PlanModel:
             crashes += nc
             m = new
         return {"rewards": rewards, "meters": m, "crashes": crashes, "risk": risk}
+
+    def _outcome(self, g: np.ndarray, m: np.ndarray, fv: np.ndarray, spiral: np.ndarray):
+        """Meters after, reward (per-sample weights), crashes and risky meters of one step
+        whose table rows are ``g`` (..., K, 10) from meters ``m`` (..., K, 5)."""
+        d = g[..., :5] + fv[..., None] * g[..., 5:]
+        d[..., 0] += spiral * spec.SPIRAL_V
+        d[..., 1] += spiral * spec.SPIRAL_C
+        new = np.clip(m + d, 0.0, 1.0)
+        nc = (new < spec.CRASH_THRESHOLD).sum(axis=-1)
+        r = (
+            np.einsum("...km,km->...k", new - m, self._wd_k)
+            + np.einsum("...km,km->...k", new, self._wm_k)
+            - spec.REWARD_LEVEL_SCALE * spec.REWARD_LEVEL_BASELINE
+            + spec.REWARD_CRASH_PENALTY * nc
+        )
+        return new, r, nc, (new < self.low).sum(axis=-1)
+
+    def _simulate_k(self, plans: np.ndarray, meters: np.ndarray, t: int) -> dict[str, np.ndarray]:
+        """:meth:`simulate` with one reward-weight vector per sample, and in feedback mode
+        the expected week of a person who answers (accept with the answer model's
+        probability, else the habit)."""
+        plans = np.asarray(plans, dtype=np.int64)
+        b, length = plans.shape
+        k = self.k
+        m = np.broadcast_to(np.asarray(meters, dtype=np.float64), (b, k, 5)).copy()
+        rewards = np.empty((b, k, length))
+        crashes = np.zeros((b, k))
+        risk = np.zeros((b, k))
+        accepted = np.zeros((b, k))
+        thr = self.thr[None, :]
+        kk = np.arange(k)[None, :]
+        for j in range(length):
+            slot = (t + j) & 3
+            fv = np.clip(
+                spec.FV_BASE + spec.FV_SLOPE / spec.FV_REF * m[..., 0], spec.FV_MIN, spec.FV_MAX
+            )
+            spiral = m[..., 3] < thr
+            rec = plans[:, j]
+            new, r, nc, rk = self._outcome(self.table[slot][rec], m, fv, spiral)
+            if self.feedback:
+                # U(b) for the ten actions, no event (feedback.md 2), under each sample.
+                gu = self.table_u[slot].transpose(1, 0, 2)[None]  # (1, K, 10, 10)
+                du = gu[..., :5] + fv[..., None, None] * gu[..., 5:]
+                du[..., 0] += spiral[..., None] * spec.SPIRAL_V
+                du[..., 1] += spiral[..., None] * spec.SPIRAL_C
+                nu = np.clip(m[:, :, None, :] + du, 0.0, 1.0)
+                u = (
+                    np.einsum("bkam,km->bka", nu - m[:, :, None, :], self._wd_k)
+                    + np.einsum("bkam,km->bka", nu, self._wm_k)
+                    + spec.REWARD_CRASH_PENALTY * (nu < spec.CRASH_THRESHOLD).sum(axis=-1)
+                )
+                ua = np.take_along_axis(u, np.broadcast_to(rec[:, None, None], (b, k, 1)), -1)[..., 0]
+                p = 1.0 / (1.0 + np.exp(-(ua - np.median(u, axis=-1)) / TAU))
+                habit = heuristic_actions(m.reshape(-1, 5), slot).reshape(b, k)
+                gh = self.table[slot][habit, kk]  # (B, K, 10)
+                hn, hr, hc, hk = self._outcome(gh, m, fv, spiral)
+                q = 1.0 - p
+                new = p[..., None] * new + q[..., None] * hn
+                r, nc, rk = p * r + q * hr, p * nc + q * hc, p * rk + q * hk
+                accepted += p
+            rewards[..., j] = r
+            crashes += nc
+            risk += rk
+            m = new
+        out = {"rewards": rewards, "meters": m, "crashes": crashes, "risk": risk}
+        if self.feedback:
+            out["accepted"] = accepted
+        return out
 
     def score(
         self,
@@ -151,6 +249,8 @@ class PlanModel:
             + _W["efficiency"] * eff
             - self.risk_cost * sim["risk"]
         )
+        if "accepted" in sim:  # feedback mode: being followed is worth accept_weight each
+            s = s + self.accept_weight * sim["accepted"]
         return s.mean(axis=1)
 
 
@@ -225,10 +325,15 @@ def improve_plan(
     rounds: int,
     info_weight: float,
     precision: np.ndarray,
+    info_scale: float | None = None,
+    first_bonus: np.ndarray | None = None,
 ) -> np.ndarray:
     """``rounds`` of best-single-substitution search on ``plan`` (the remaining 28 - t actions);
     the score is the expected grade plus ``info_weight`` x the expected belief accuracy the
-    plan leaves, given the current posterior ``precision``. Stops early at a local optimum."""
+    plan leaves, given the current posterior ``precision``. Stops early at a local optimum.
+    ``info_scale`` multiplies the per-step meter information (noisy or missing meters say
+    less; None = 1); ``first_bonus`` (10,) is added to a plan's score by its first action
+    (the value of what the answer to it would teach)."""
     length = len(plan)
     slots = (t + np.arange(length)) & 3
     pos = np.arange(length * spec.N_ACTIONS) // spec.N_ACTIONS
@@ -238,15 +343,31 @@ def improve_plan(
         cands = neighbours(plan)
         s = model.score(cands, meters, t, past_rewards, past_crashes)
         if info_weight > 0:
-            base = precision + INFO[slots, plan].sum(axis=0)
-            prec = base + INFO[slots[pos], alt] - INFO[slots[pos], plan[pos]]
+            info = INFO if info_scale is None else INFO * info_scale
+            base = precision + info[slots, plan].sum(axis=0)
+            prec = base + info[slots[pos], alt] - info[slots[pos], plan[pos]]
             s = s + info_weight * expected_belief_accuracy(prec)
+        if first_bonus is not None:
+            s = s + first_bonus[cands[:, 0]]
         i = int(np.argmax(s))
         if best is not None and s[i] <= best + 1e-12:
             break
         best = float(s[i])
         plan = cands[i]
     return plan
+
+
+#: How much one step's meter observation tells, relative to clean (noise variance ratio x
+#: the share of meters seen), per observation condition.
+_INFO_SCALE = {
+    "clean": 1.0,
+    "noisy": (1.0 - 0.3) * spec.NOISE_SD**2 / (spec.NOISE_SD**2 + OBS_NOISE_SD**2),
+    "answers-only": 0.0,
+}
+
+
+#: Importance samples of the belief once there are answers, per observation condition.
+_ANSWER_SAMPLES = {"clean": 2048, "noisy": 2048, "answers-only": 16384}
 
 
 class BayesAgent:
@@ -267,7 +388,16 @@ class BayesAgent:
         plan: bool = True,
         first_rounds: int = 3,
         noise_sd: float = spec.NOISE_SD,
+        ask_weight: float = 3.0,
+        accept_weight: float = 0.006,
+        ask_conditions: tuple[str, ...] = ("noisy", "answers-only"),
     ):
+        self.ask_weight = float(ask_weight)
+        self.accept_weight = float(accept_weight)
+        self.ask_conditions = tuple(ask_conditions)
+        self.feedback = False
+        self.observe = "clean"
+        self._noise_var = float(noise_sd) ** 2
         self.n_samples = int(n_samples)
         self.rounds = int(rounds)
         self.first_rounds = int(first_rounds)
@@ -287,18 +417,37 @@ class BayesAgent:
         self._t = 0
         self._reason = "not started"
 
+    def configure(self, feedback: bool = False, observe: str = "clean") -> None:
+        """How the agent observes (feedback.md): feedback mode, and the observation condition
+        (``clean``, ``noisy``: delta noise and meter readings noisier by sd 0.08,
+        ``answers-only``: no meters, no events)."""
+        self.feedback = bool(feedback)
+        self.observe = check_observe(observe)
+        bs = self.belief_state
+        noisy = self.observe == "noisy"
+        bs.noise_var = self._noise_var + (OBS_NOISE_SD**2 if noisy else 0.0)
+        bs.meter_obs_sd = OBS_NOISE_SD if noisy else 0.0
+        bs.events_observed = self.observe != "answers-only"
+        # Without meters the posterior is the prior reweighted by the answers alone: more
+        # importance samples keep enough of them carrying weight after 28 answers.
+        bs.n_answer_samples = _ANSWER_SAMPLES[self.observe]
+        bs.reset(self._seed)
+
     # -- protocol ---------------------------------------------------------------------------
     def act(self, observation: dict[str, Any]) -> tuple[int, np.ndarray]:
         obs = observation
         t = int(obs["t"])
         if t == 0:
             self.reset(self._seed)
+            self.belief_state.update_from_observation(obs)  # the week's start (track only)
         elif t == self._t + 1 or t == len(self._rewards) + 1:
             self.belief_state.update_from_observation(obs)
             self._rewards.append(float(np.asarray(obs["last_reward"]).reshape(-1)[0]))
             self._crashes += int((np.asarray(obs["meters"]) < spec.CRASH_THRESHOLD).sum())
         self._t = t
         meters = np.asarray(obs["meters"], dtype=np.float64)
+        if not np.isfinite(meters).all():
+            meters = self._meters_estimate(meters)
         slot = int(obs["slot"])
         if t >= _T:
             return spec.SLEEP, self.belief()
@@ -311,6 +460,69 @@ class BayesAgent:
 
     def belief(self) -> np.ndarray:
         return self.belief_state.belief()
+
+    def final_belief(self, observation: dict[str, Any]) -> np.ndarray:
+        """The belief after the week's last observation (its last answer included)."""
+        return self.act(observation)[1]
+
+    def _meters_estimate(self, meters: np.ndarray) -> np.ndarray:
+        """The meters now where some are not observed: the samples' weighted estimate when
+        the belief tracks the week, else the last reading of each meter, else typical."""
+        bs = self.belief_state
+        filtered = bs.meters_estimate()
+        if filtered is not None:
+            return filtered
+        if bs.n_answers:
+            s = bs.importance_samples()
+            if s["states_now"] is not None:
+                est = s["weights"] @ s["states_now"]
+                return est if self.observe == "noisy" else np.where(np.isfinite(meters), meters, est)
+        out = meters.copy()
+        for step in reversed(bs._track):
+            if np.isfinite(out).all():
+                break
+            out = np.where(np.isfinite(out), out, step.meters)
+        return np.where(np.isfinite(out), out, TYPICAL_METERS)
+
+    def _past_rewards(self, t: int) -> list[float]:
+        """The week's rewards so far; unobserved ones (NaN) estimated from the samples'
+        tracks of the meters when there are any, else the mean of the observed ones."""
+        past = ([0.0] * t + self._rewards)[-t:] if t else []
+        r = np.array(past, dtype=np.float64)
+        missing = ~np.isfinite(r)
+        if not missing.any():
+            return past
+        bs = self.belief_state
+        est = None
+        if bs.n_answers:
+            s = bs.importance_samples()
+            states = s.get("states")
+            if states is not None and len(states) >= t + 1:
+                w = s["params"][:, :5]
+                d = states[1 : t + 1] - states[:t]
+                new = states[1 : t + 1]
+                rr = (
+                    spec.REWARD_DELTA_SCALE * (w[None] * d).sum(-1)
+                    + spec.REWARD_LEVEL_SCALE * ((w[None] * new).sum(-1) - spec.REWARD_LEVEL_BASELINE)
+                    + spec.REWARD_PROGRESS_BONUS * d[..., spec.P]
+                    + spec.REWARD_CONNECTION_BONUS * d[..., spec.N]
+                    + spec.REWARD_CRASH_PENALTY * (new < spec.CRASH_THRESHOLD).sum(-1)
+                )
+                est = rr @ s["weights"]
+        if est is None:
+            est = np.full(t, float(r[~missing].mean()) if (~missing).any() else 0.0)
+        return np.where(missing, est, r).tolist()
+
+    def _ask_bonus(self, meters: np.ndarray, slot: int) -> np.ndarray | None:
+        """Per first action: ``ask_weight`` x 0.4 x the expected drop of the belief's
+        expected absolute error that its answer brings (feedback mode only)."""
+        if not self.feedback or self.ask_weight <= 0 or self.observe not in self.ask_conditions:
+            return None
+        s = self.belief_state.importance_samples()
+        states = s["states_now"] if s["states_now"] is not None else meters
+        p = accept_probabilities(s["compact"], np.broadcast_to(states, (len(s["weights"]), 5)), slot)
+        gain = answer_information(s["truth"], s["weights"], p)
+        return self.ask_weight * 2.0 * _W["belief_accuracy"] * gain
 
     def explain(self) -> str:
         """A short reason for the last choice."""
@@ -346,12 +558,20 @@ class BayesAgent:
         bs = self.belief_state
         params = bs.sample_params(self.n_samples)
         params[0] = bs.profile_estimate().to_array()
-        model = PlanModel(params, bs.w)
+        answers = self.feedback or bs.n_answers > 0
+        w = params[:, :5] if answers else bs.w
+        model = PlanModel(params, w, feedback=self.feedback, accept_weight=self.accept_weight)
         length = _T - t
         fresh = self._plan is None or len(self._plan) < length
         plan = self._initial_plan(meters, t) if fresh else self._plan[len(self._plan) - length :]
         # Joined mid-week (or skipped steps): unknown past rewards count as 0.
         past = ([0.0] * t + self._rewards)[-t:] if t else []
+        info_weight, info_scale, bonus = self.info_weight, None, None
+        if self.observe != "clean" or self.feedback:
+            past = self._past_rewards(t)
+            info_scale = _INFO_SCALE[self.observe]
+            info_weight = info_weight if info_scale > 0 else 0.0
+            bonus = self._ask_bonus(meters, t % spec.SLOTS_PER_DAY)
         plan = improve_plan(
             model,
             plan,
@@ -360,8 +580,10 @@ class BayesAgent:
             past,
             self._crashes,
             self.first_rounds if fresh else self.rounds,
-            self.info_weight,
+            info_weight,
             bs.prior_prec + bs.data_precision(),
+            info_scale if info_scale != 1.0 else None,
+            bonus,
         )
         self._plan = plan[1:]
         a = int(plan[0])

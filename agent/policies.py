@@ -7,10 +7,13 @@
   inference alone is worth).
 - ``bayes-horizon``: the real-day planner's objective (agent.day.horizon): the same belief,
   a rolling two-day horizon with no end of the week.
+- ``ideal``: the ``bayes`` agent's recommendations with the exact posterior's belief over
+  20,000 prior profiles (:mod:`agent.ideal`; a reference: the limit a belief can approach).
 """
 
 from __future__ import annotations
 
+from agent.ideal import IdealPolicy
 from agent.planner import BayesAgent
 from simulator.policies import policy_names, register_policy
 
@@ -26,6 +29,7 @@ AGENT_POLICIES = {
     "bayes-horizon": _horizon,
     "bayes-noinfo": lambda: BayesAgent(info_weight=0.0),
     "belief-only": lambda: BayesAgent(plan=False),
+    "ideal": lambda: IdealPolicy(BayesAgent()),
 }
 
 

@@ -20,6 +20,19 @@ given). The last emitted belief is graded at the end.
 the last step also ``final_score``, every grader component, ``belief_mae`` and the rewards'
 early/late/mean (see :class:`simulator.grader.Grade`).
 
+Feedback mode (``feedback=True``, ../shared/specs/feedback.md; off by default, and then every
+episode is bit for bit what it was): the action is a *recommendation*; the person answers it
+before the step (:mod:`simulator.feedback`), the step applies it if accepted and the person's
+habit (the spec 9 heuristic's action in the same state) if ignored. The observation gains
+``last_answer`` (0 none, 1 accepted, 2 ignored) and ``last_recommendation`` (10 = none);
+``last_action`` is the action applied; ``info["answers"]`` lists the answers so far.
+Observation conditions (``observe``): ``clean`` (default), ``noisy`` (extra noise sd 0.08 on
+reported meters and deltas, meters missing as NaN with probability 0.3) and ``answers-only``
+(meters, deltas, anomalies and rewards all NaN; the applied action is shown only when the
+recommendation was accepted, and events are not shown). The grader and the reward that
+``step`` returns (the training signal) use the truth; ``last_reward`` and
+``history_rewards`` are computed from what is observed (NaN when a meter is missing).
+
 Seeding: ``reset(seed=s)`` plays episode ``s`` (profile RNG ``default_rng(s ^ 0xA3C5F729)``,
 event and noise RNG ``default_rng(s)``, see :mod:`simulator.episode` for the draw order);
 ``reset()`` without a seed draws the next episode seed from the env's generator.
@@ -35,8 +48,10 @@ from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
 from simulator import episode, spec
-from simulator.dynamics import profile_lists
+from simulator import feedback as fb
+from simulator.dynamics import compact_params, profile_lists
 from simulator.grader import grade
+from simulator.policies import heuristic_action
 from simulator.profiles import Profile, belief_truth, named_profile, sample_profile
 
 HISTORY = 7
@@ -45,25 +60,32 @@ REWARD_BOUND = 20.0
 _T = spec.EPISODE_STEPS
 
 
-def observation_space() -> spaces.Dict:
+def observation_space(feedback: bool = False, observe: str = "clean") -> spaces.Dict:
+    """The observation space; ``feedback`` adds ``last_answer`` and ``last_recommendation``,
+    an ``observe`` condition other than clean lets the real-valued entries be NaN (missing)."""
     f64 = np.float64
-    return spaces.Dict(
+    box = spaces.Box if fb.check_observe(observe) == "clean" else fb.MaybeMissingBox
+    d = spaces.Dict(
         {
             "t": spaces.Discrete(_T + 1),
             "day": spaces.Discrete(spec.DAYS + 1),
             "slot": spaces.Discrete(spec.SLOTS_PER_DAY),
             "remaining_steps": spaces.Discrete(_T + 1),
-            "meters": spaces.Box(0.0, 1.0, (spec.N_METERS,), f64),
-            "deltas": spaces.Box(-1.0, 1.0, (spec.N_METERS,), f64),
-            "anomalies": spaces.Box(-2.0, 2.0, (spec.N_METERS,), f64),
+            "meters": box(0.0, 1.0, (spec.N_METERS,), f64),
+            "deltas": box(-1.0, 1.0, (spec.N_METERS,), f64),
+            "anomalies": box(-2.0, 2.0, (spec.N_METERS,), f64),
             "last_action": spaces.Discrete(spec.N_ACTIONS + 1),
-            "last_reward": spaces.Box(-REWARD_BOUND, REWARD_BOUND, (1,), f64),
+            "last_reward": box(-REWARD_BOUND, REWARD_BOUND, (1,), f64),
             "active_event": spaces.Discrete(spec.N_EVENTS + 1),
             "history_actions": spaces.MultiDiscrete(np.full(HISTORY, spec.N_ACTIONS + 1)),
-            "history_rewards": spaces.Box(-REWARD_BOUND, REWARD_BOUND, (HISTORY,), f64),
-            "history_deltas": spaces.Box(-1.0, 1.0, (HISTORY, spec.N_METERS), f64),
+            "history_rewards": box(-REWARD_BOUND, REWARD_BOUND, (HISTORY,), f64),
+            "history_deltas": box(-1.0, 1.0, (HISTORY, spec.N_METERS), f64),
         }
     )
+    if feedback:
+        d.spaces["last_answer"] = spaces.Discrete(len(fb.ANSWERS))
+        d.spaces["last_recommendation"] = spaces.Discrete(spec.N_ACTIONS + 1)
+    return d
 
 
 def action_space() -> spaces.Dict:
@@ -115,6 +137,8 @@ class RhythmEnv(gym.Env):
         condition: str = "in-dist",
         profile: Profile | str | dict | None = None,
         render_mode: str | None = None,
+        feedback: bool = False,
+        observe: str = "clean",
     ):
         if condition not in ("in-dist", "ood"):
             raise ValueError(f"condition must be 'in-dist' or 'ood', got {condition!r}")
@@ -123,7 +147,9 @@ class RhythmEnv(gym.Env):
         self.condition = condition
         self.fixed_profile = resolve_profile(profile)
         self.render_mode = render_mode
-        self.observation_space = observation_space()
+        self.feedback = bool(feedback)
+        self.observe = fb.check_observe(observe)
+        self.observation_space = observation_space(self.feedback, self.observe)
         self.action_space = action_space()
         self._t: int | None = None
         n = _neutral_lists()
@@ -161,6 +187,8 @@ class RhythmEnv(gym.Env):
         self._hist_d = np.zeros((HISTORY + _T, spec.N_METERS))
         zeros = [0.0] * spec.N_METERS
         self._last = (zeros, zeros, NO_ACTION, 0.0, 0)
+        if self.feedback or self.observe != "clean":
+            self._reset_feedback(seed, profile)
         return self._obs(), self._info_base()
 
     # -- step -------------------------------------------------------------------------------
@@ -175,6 +203,8 @@ class RhythmEnv(gym.Env):
             if belief is not None:
                 self._belief = belief
         slot = t & 3
+        if self.feedback:
+            a = self._answer(t, slot, a)
         m0, m1, m2, m3, m4 = self._m
         e = self._events[t]
         nz = self._noise[t]
@@ -241,6 +271,8 @@ class RhythmEnv(gym.Env):
         self._hist_d[row] = deltas
         self._t = t + 1
         self._last = (deltas, anomalies, a, r, e)
+        if self.observe != "clean":
+            self._observe_step(t, a, e, deltas, anomalies)
 
         info = self._info_base()
         info["t"] = t
@@ -273,6 +305,8 @@ class RhythmEnv(gym.Env):
         return None if self._belief is None else self._belief.copy()
 
     def _obs(self) -> dict[str, Any]:
+        if self.feedback or self.observe != "clean":
+            return self._obs_feedback()
         t = self._t
         deltas, anomalies, a, r, e = self._last
         return {
@@ -292,12 +326,113 @@ class RhythmEnv(gym.Env):
         }
 
     def _info_base(self) -> dict[str, Any]:
-        return {
+        info = {
             "seed": self.seed_,
             "profile": dict(self._profile_dict),
             "belief_truth": self.truth,
             "crashes": self._crashes,
         }
+        if self.feedback:
+            info["answers"] = [dict(x) for x in self._answers]
+        return info
+
+    # -- feedback mode and observation conditions (feedback.md) -------------------------------
+    def _reset_feedback(self, seed: int, profile: Profile) -> None:
+        t1 = HISTORY + _T
+        if self.feedback:
+            self._answer_u = fb.answer_uniforms(seed).tolist()
+            self._compact = compact_params(profile.to_array()[None, :])
+        self._answers: list[dict[str, Any]] = []
+        self._rec, self._ans = NO_ACTION, fb.ANSWER_NONE
+        # What the agent sees (== the truth when clean).
+        self._om = np.array(self._m)
+        self._olast = (np.zeros(spec.N_METERS), np.zeros(spec.N_METERS), NO_ACTION, 0.0, 0)
+        self._ohist_a = np.full(t1, NO_ACTION, dtype=np.int64)
+        self._ohist_r = np.zeros(t1)
+        self._ohist_d = np.zeros((t1, spec.N_METERS))
+        if self.observe == "noisy":
+            self._missing, self._meter_noise, self._delta_noise = fb.noise_draws(seed)
+            self._om = self._noisy_meters(0, self._om)
+        elif self.observe == "answers-only":
+            self._om = np.full(spec.N_METERS, np.nan)
+
+    def _answer(self, t: int, slot: int, rec: int) -> int:
+        """The person answers recommendation ``rec``; returns the action the step applies."""
+        m = np.array(self._m)
+        u = fb.utilities_batch(self._compact, m[None, :], slot)
+        p = float(fb.accept_probability(u, rec)[0])
+        accepted = self._answer_u[t] < p
+        applied = rec if accepted else heuristic_action(m, slot)
+        self._rec = rec
+        self._ans = fb.ANSWER_ACCEPTED if accepted else fb.ANSWER_IGNORED
+        self._answers.append(
+            {
+                "t": t,
+                "slot": slot,
+                "recommendation": rec,
+                "accepted": bool(accepted),
+                "applied": int(applied),
+                "p_accept": p,
+            }
+        )
+        return int(applied)
+
+    def _noisy_meters(self, row: int, meters: np.ndarray) -> np.ndarray:
+        m = np.clip(meters + self._meter_noise[row], 0.0, 1.0)
+        m[self._missing[row]] = np.nan
+        return m
+
+    def _observe_step(self, t: int, a: int, e: int, deltas, anomalies) -> None:
+        """What the agent sees of step ``t`` under the observation condition."""
+        row = HISTORY + t
+        if self.observe == "noisy":
+            missing = self._missing[t + 1]
+            m = self._noisy_meters(t + 1, np.array(self._m))
+            d = np.clip(np.array(deltas) + self._delta_noise[t], -1.0, 1.0)
+            d[missing] = np.nan
+            x = fb.observed_anomalies(self._om, t & 3, a, e, d)
+            r = fb.observed_reward(self._w, d, m)
+            shown_a, shown_e = a, e
+        else:  # answers-only
+            m = np.full(spec.N_METERS, np.nan)
+            d = np.full(spec.N_METERS, np.nan)
+            x = np.full(spec.N_METERS, np.nan)
+            r = float("nan")
+            accepted = not self.feedback or self._ans == fb.ANSWER_ACCEPTED
+            shown_a, shown_e = (a if accepted else NO_ACTION), 0
+        self._om = m
+        self._olast = (d, x, shown_a, r, shown_e)
+        self._ohist_a[row] = shown_a
+        self._ohist_r[row] = r
+        self._ohist_d[row] = d
+
+    def _obs_feedback(self) -> dict[str, Any]:
+        t = self._t
+        if self.observe == "clean":
+            deltas, anomalies, a, r, e = self._last
+            meters, ha, hr, hd = self._m, self._hist_a, self._hist_r, self._hist_d
+        else:
+            deltas, anomalies, a, r, e = self._olast
+            meters, ha, hr, hd = self._om, self._ohist_a, self._ohist_r, self._ohist_d
+        obs = {
+            "t": t,
+            "day": t >> 2,
+            "slot": t & 3,
+            "remaining_steps": _T - t,
+            "meters": np.array(meters, dtype=np.float64),
+            "deltas": np.array(deltas, dtype=np.float64),
+            "anomalies": np.array(anomalies, dtype=np.float64),
+            "last_action": a,
+            "last_reward": np.array([r], dtype=np.float64),
+            "active_event": e,
+            "history_actions": ha[t : t + HISTORY].copy(),
+            "history_rewards": hr[t : t + HISTORY].copy(),
+            "history_deltas": hd[t : t + HISTORY].copy(),
+        }
+        if self.feedback:
+            obs["last_answer"] = self._ans
+            obs["last_recommendation"] = self._rec
+        return obs
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":

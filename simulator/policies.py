@@ -246,3 +246,8 @@ register_policy("heuristic", HeuristicPolicy)
 register_policy("greedy-true", lambda: GreedyPolicy(use_truth=True))
 register_policy("greedy-neutral", lambda: GreedyPolicy(use_truth=False))
 register_policy("greedy-true-belief", lambda: GreedyPolicy(use_truth=True, emit_truth=True))
+
+# The structureless reference of feedback.md 6 (its own module: it learns from answers only).
+from simulator.structureless import StructurelessPolicy  # noqa: E402
+
+register_policy("structureless", StructurelessPolicy)

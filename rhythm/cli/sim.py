@@ -8,6 +8,8 @@ from rich.table import Table
 
 from simulator import spec
 from simulator.evaluate import PUBLISHED, PUBLISHED_BELIEF_MAE, EvalResult, evaluate
+from simulator.feedback import OBSERVE_CONDITIONS
+from simulator.feedback_eval import FeedbackEvalResult, evaluate_feedback
 from simulator.policies import policy_names
 
 app = typer.Typer(
@@ -54,15 +56,59 @@ def eval_cmd(
         0, "--seed-offset", min=0, help="Shift every protocol seed by this."
     ),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    feedback: bool = typer.Option(
+        False, "--feedback", help="Feedback mode: the person answers each recommendation."
+    ),
+    observe: str = typer.Option(
+        "clean", "--observe", help="Observation condition: clean, noisy or answers-only."
+    ),
 ) -> None:
-    """Evaluate a policy: final_score mean with 95% interval, grader components, belief_mae, crashes."""
-    if policy not in policy_names():
+    """Evaluate a policy: final_score mean with 95% interval, grader components, belief_mae, crashes.
+
+    With --feedback (or another --observe), also acceptance, the belief_mae after k answers
+    and the structureless reference's. `--policy student` is the bundled GGUF student,
+    `--policy student:PATH.gguf` another one (llama-cpp-python)."""
+    student = _student_path(policy)
+    if student is None and policy not in policy_names():
         raise typer.BadParameter(
-            f"unknown policy {policy!r}; known: {', '.join(policy_names())}", param_hint="--policy"
+            f"unknown policy {policy!r}; known: {', '.join(policy_names())}, student, "
+            "student:PATH.gguf",
+            param_hint="--policy",
         )
     conditions = list(spec.CONDITIONS) if condition == "all" else [condition]
     if conditions[0] not in spec.CONDITIONS:
         raise typer.BadParameter("expected in-dist, ood, discrete or all", param_hint="--condition")
+    if observe not in OBSERVE_CONDITIONS:
+        raise typer.BadParameter(
+            f"expected one of {', '.join(OBSERVE_CONDITIONS)}", param_hint="--observe"
+        )
+    if student is not None or feedback or observe != "clean":
+        fresults = {
+            c: evaluate_feedback(
+                _make_policy(policy, student),
+                c,
+                feedback,
+                observe,
+                episodes=episodes,
+                seed_offset=seed_offset,
+                name=policy,
+            )
+            for c in conditions
+        }
+        if json_out:
+            payload = {
+                "policy": policy,
+                "feedback": feedback,
+                "observe": observe,
+                "results": {c: r.to_dict() for c, r in fresults.items()},
+            }
+            console.print_json(data=payload)
+            return
+        results = {c: r.result for c, r in fresults.items()}
+        if condition == "all":
+            console.print(_three_condition_table(policy, results))
+        console.print(_detail_table(policy, results, fresults))
+        return
     results = {
         c: evaluate(policy, c, episodes=episodes, seed_offset=seed_offset) for c in conditions
     }
@@ -77,6 +123,45 @@ def eval_cmd(
     if condition == "all":
         console.print(_three_condition_table(policy, results))
     console.print(_detail_table(policy, results))
+
+
+def _student_path(policy: str):
+    """The GGUF of ``student`` (the bundled one) or ``student:PATH``; None for other names."""
+    if policy != "student" and not policy.startswith("student:"):
+        return None
+    from pathlib import Path
+
+    if policy == "student":
+        from rhythm.recommend import bundled_model_path
+
+        path = bundled_model_path()
+        if path is None:
+            raise typer.BadParameter("no bundled student model in this install", param_hint="--policy")
+        return path
+    path = Path(policy.split(":", 1)[1]).expanduser()
+    if not path.is_file():
+        raise typer.BadParameter(f"{path}: model file not found", param_hint="--policy")
+    return path
+
+
+def _make_policy(policy: str, student):
+    if student is None:
+        return policy
+    from importlib.util import find_spec
+
+    if find_spec("llama_cpp") is None:
+        raise typer.BadParameter(
+            "the student needs llama-cpp-python: pip install 'rhythm[ml]'", param_hint="--policy"
+        )
+    from agent.runtime import check_gguf
+    from agent.student_policy import StudentPolicy
+    from common.errors import ModelError
+
+    try:
+        check_gguf(student)
+    except ModelError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--policy") from None
+    return StudentPolicy.from_gguf(student)
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -107,7 +192,11 @@ def _half(r: EvalResult) -> float:
     return (r.final_score_ci95[1] - r.final_score_ci95[0]) / 2
 
 
-def _detail_table(policy: str, results: dict[str, EvalResult]) -> Table:
+def _detail_table(
+    policy: str,
+    results: dict[str, EvalResult],
+    feedback: dict[str, FeedbackEvalResult] | None = None,
+) -> Table:
     t = Table(title=f"{policy}: means over episodes")
     t.add_column("")
     for c in results:
@@ -125,4 +214,22 @@ def _detail_table(policy: str, results: dict[str, EvalResult]) -> Table:
     t.add_row("crashes / episode", *(f"{r.crashes_mean:.2f}" for r in rs))
     t.add_row("crashes total", *(str(r.crashes_total) for r in rs))
     t.add_row("mean reward", *(f"{r.mean_reward:.3f}" for r in rs))
+    if feedback:
+        fs = list(feedback.values())
+        t.add_row("observe", *(f.observe for f in fs))
+        if fs[0].feedback:
+            t.add_row("acceptance", *(_fmt(f.acceptance_rate) for f in fs))
+            for days in ("1-2", "6-7"):
+                t.add_row(
+                    f"  days {days}", *(_fmt((f.acceptance_rate_by_days or {}).get(days)) for f in fs)
+                )
+        for k in ("2", "4", "8", "16", "28"):
+            t.add_row(f"belief_mae after {k} answers", *(_fmt(f.belief_mae_after[k]) for f in fs))
+        t.add_row("answers to belief_mae <= 0.15", *(f"{f.answers_to_mae_015:.1f}" for f in fs))
+        if fs[0].reference_belief_mae_after is not None:
+            for k in ("2", "4", "8", "16", "28"):
+                t.add_row(
+                    f"  structureless reference after {k}",
+                    *(_fmt((f.reference_belief_mae_after or {}).get(k)) for f in fs),
+                )
     return t

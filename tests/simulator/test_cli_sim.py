@@ -88,3 +88,38 @@ def test_policies_lists_the_registry_and_no_args_shows_help():
     assert res.exit_code == 0 and "heuristic" in res.stdout and "greedy-true" in res.stdout
     res = runner.invoke(app, [])
     assert "eval" in res.output
+
+
+def test_eval_feedback_json_adds_the_feedback_fields():
+    res = runner.invoke(
+        app,
+        ["eval", "--policy", "structureless", "--feedback", "--observe", "noisy", "--episodes", "3", "--json"],
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["feedback"] is True and data["observe"] == "noisy"
+    got = data["results"]["in-dist"]
+    for key in ("acceptance_rate", "acceptance_rate_by_days", "belief_mae_after",
+                "answers_to_mae_015", "reference_belief_mae_after"):
+        assert key in got
+    assert set(got["acceptance_rate_by_days"]) == {"1-2", "6-7"}
+    assert set(got["belief_mae_after"]) == {"2", "4", "8", "16", "28"}
+    assert got["published"] is None  # the published figures are of the plain protocol
+    from simulator.feedback_eval import evaluate_feedback
+
+    want = evaluate_feedback("structureless", "in-dist", True, "noisy", episodes=3).to_dict()
+    assert got["final_score"] == want["final_score"]
+    assert got["belief_mae_after"] == want["belief_mae_after"]
+    res = runner.invoke(app, ["eval", "--policy", "heuristic", "--feedback", "--episodes", "2"])
+    assert res.exit_code == 0 and "acceptance" in res.stdout and "days 6-7" in res.stdout
+
+
+def test_eval_feedback_errors_are_usage_errors(tmp_path):
+    res = runner.invoke(app, ["eval", "--policy", "random", "--observe", "blurry"])
+    assert res.exit_code == 2 and "--observe" in res.output
+    res = runner.invoke(app, ["eval", "--policy", f"student:{tmp_path / 'none.gguf'}"])
+    assert res.exit_code == 2 and "not found" in res.output
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a model")
+    res = runner.invoke(app, ["eval", "--policy", f"student:{bad}", "--feedback"])
+    assert res.exit_code == 2 and "GGUF" in res.output

@@ -1,0 +1,56 @@
+"""The student as a policy in feedback mode and under every observation condition, driven by
+a scripted model (the real GGUF runs in `rhythm sim eval --policy student`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent.prompting import format_output
+from agent.runtime import ScriptedModel
+from agent.student_policy import StudentPolicy
+from simulator import spec
+from simulator.feedback_eval import play_episodes
+
+
+@pytest.mark.parametrize("observe", ["clean", "noisy", "answers-only"])
+def test_the_student_plays_every_condition_and_reads_the_answers(observe):
+    model = ScriptedModel(default=format_output(spec.SOCIALIZE, (0.6, 0.4, 0.5)))
+    policy = StudentPolicy(model)
+    g = play_episodes(policy, [3], feedback=True, observe=observe)
+    assert policy.llm.invalid_outputs == 0 and len(model.calls) == 28
+    np.testing.assert_allclose(g["beliefs"][0, 5], [0.6, 0.4, 0.5])
+    last = model.prompts[-1]
+    assert "nan" not in last.lower()
+    # every answer so far is a feedback line (the last 16), in the product's words
+    lines = [x for x in last.splitlines() if x.startswith("fb ")]
+    assert len(lines) == 16
+    assert all(x.split()[3] == "SOCIALIZE" and x.split()[4] in ("accepted", "ignored") for x in lines)
+    assert lines[-1].startswith("fb d6 night") or lines[-1].startswith("fb d6 evening")
+    assert model.prompts[0].startswith("rhythm v1\nday 0")  # no answer yet, no feedback line
+
+
+def test_the_view_carries_missing_meters_forward_and_zeroes_missing_deltas():
+    policy = StudentPolicy(ScriptedModel(default="SLEEP b=.50,.50,.50"))
+    nan = np.nan
+    first = {"t": 0, "meters": np.array([0.6, nan, 0.5, 0.7, nan]), "deltas": np.zeros(5),
+             "anomalies": np.zeros(5), "last_reward": np.array([0.0]), "last_action": 10}
+    v = policy.view(first)
+    np.testing.assert_allclose(v["meters"], [0.6, 0.70, 0.5, 0.7, 0.70])  # initial meters where none
+    second = dict(first, t=1, meters=np.array([nan, 0.4, nan, nan, 0.9]),
+                  deltas=np.array([nan, 0.1, nan, nan, 0.2]), last_reward=np.array([nan]),
+                  last_action=10, last_recommendation=spec.LEARN)
+    v = policy.view(second)
+    np.testing.assert_allclose(v["meters"], [0.6, 0.4, 0.5, 0.7, 0.9])
+    np.testing.assert_allclose(v["deltas"], [0.0, 0.1, 0.0, 0.0, 0.2])
+    assert v["last_reward"][0] == 0.0 and v["last_action"] == spec.LEARN
+
+
+def test_clean_without_feedback_the_student_sees_the_observation_unchanged():
+    from agent.llm_policy import LLMPolicy
+
+    out = format_output(spec.EXERCISE, (0.5, 0.5, 0.5))
+    a, b = ScriptedModel(default=out), ScriptedModel(default=out)
+    play_episodes(StudentPolicy(a), [4], feedback=False, observe="clean")
+    play_episodes(LLMPolicy(b, max_tokens=24), [4], feedback=False, observe="clean")
+    assert a.prompts == b.prompts
