@@ -265,7 +265,11 @@ def make_plan(db: Database, settings: Settings, day: date | None = None, now: da
     ]
     if not records:
         raise RhythmError(f"no slots to plan for {day}")
-    belief = BeliefState(noise_sd=REAL_NOISE_SD)
+    # real deltas are noisy; weeks of answers need more importance samples than a simulated
+    # week (min_ess: docs/agent.md section 7). The simulator's noisy-readings filter
+    # (meter_obs_sd) is not used: real meters are scores against the person's usual, not
+    # noisy readings of the simulator's levels (issue 21 decides how the two meet).
+    belief = BeliefState(noise_sd=REAL_NOISE_SD, min_ess=100)
     observed = 0
     for obs, info in records:
         prev = info.get("previous")
@@ -274,8 +278,16 @@ def make_plan(db: Database, settings: Settings, day: date | None = None, now: da
         belief.update_from_observation(_masked(obs, info))
     feedback = plans.answers(db)
     for fb in feedback:
-        if fb["action"] in ACTIONS:
-            belief.observe_feedback(ACTIONS.index(fb["action"]), fb["response"] == "accept")
+        if fb["action"] not in ACTIONS:
+            continue
+        a, accepted = ACTIONS.index(fb["action"]), fb["response"] == "accept"
+        m = fb.get("meters_before")
+        if isinstance(m, list) and len(m) == len(METERS) and fb["slot"] in SLOTS:
+            # the answer model (feedback.md): p(accept | who they are, the meters then, slot, action)
+            belief.observe_answer([np.nan if v is None else float(v) for v in m], SLOTS.index(fb["slot"]), a,
+                                  accepted)
+        else:  # an answer to a recommendation stored before its meters were kept
+            belief.observe_feedback(a, accepted)
     if observed == 0:
         notes.append("no meter data yet: the plan rests on the prior (import data, then `rhythm map`)")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
@@ -52,12 +53,13 @@ def record_answer(db: Database, rec_id: int, response: str, at: datetime | None 
 def answers(db: Database) -> list[dict[str, Any]]:
     """Every answer with its recommendation, oldest first."""
     cur = db.con.execute(
-        "SELECT r.id, r.action, f.response, r.local_day, r.slot, f.\"at\" FROM feedback f "
+        "SELECT r.id, r.action, f.response, r.local_day, r.slot, f.\"at\", r.meters_before FROM feedback f "
         "JOIN recommendations r ON r.id = f.recommendation_id ORDER BY f.\"at\", r.id"
     )
     return [
-        {"id": i, "action": a, "response": resp, "local_day": d, "slot": s, "at": at}
-        for i, a, resp, d, s, at in cur.fetchall()
+        {"id": i, "action": a, "response": resp, "local_day": d, "slot": s, "at": at,
+         "meters_before": json.loads(m) if isinstance(m, str) else m}
+        for i, a, resp, d, s, at, m in cur.fetchall()
     ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -84,7 +85,6 @@ def test_plans_the_rest_of_the_day_from_the_current_slot(settings):
 
 
 def test_the_bundled_student_is_the_default_and_bayes_stays_available(settings):
-    from dataclasses import replace
 
     from rhythm.recommend import bundled_model_path, choose_backend
 
@@ -158,7 +158,6 @@ def test_empty_database_plans_from_the_prior_and_says_so(rhythm_home):
 def test_local_gguf_backend_stays_inside_the_grammar(settings, tiny_gguf):  # noqa: F811
     """A real GGUF under llama.cpp decides the current slot; the hostile calendar title in the
     context cannot make it emit anything but an action and a belief."""
-    from dataclasses import replace
 
     s = replace(settings, model_path=tiny_gguf, agent_backend="llm")
     plan = recommend(s, day=DAY, now=_now(DAY, 8))
@@ -169,7 +168,6 @@ def test_local_gguf_backend_stays_inside_the_grammar(settings, tiny_gguf):  # no
 
 
 def test_llm_backend_without_a_model_is_a_clear_error(settings, monkeypatch):
-    from dataclasses import replace
 
     from common.errors import ModelError
 
@@ -248,3 +246,26 @@ def test_hostile_titles_never_reach_the_model():
     # the titles above classify as nothing (busy) or as what their words say; whatever
     # they say beyond that cannot reach the prompt
     assert changed <= sum(classify_event(t).action is not None for t in HOSTILE_TITLES)
+
+
+def test_answers_move_the_morning_trait_through_the_answer_model(rhythm_home):
+    """Issue 20: a person who ignores every morning DEEP_WORK and accepts afternoon DEEP_WORK
+    moves the morning (chronotype) trait down within 8 answers, through the spec's answer
+    model with the meters each recommendation was given at (a new person: the prior)."""
+    settings = load_settings(home=rhythm_home, env={}, agent_backend="bayes")
+    before = recommend(settings, day=DAY, now=_now(DAY, 8)).belief[1]
+    assert 0.3 < before < 0.7
+    with open_db(settings.database) as db:
+        ids = []
+        for k in range(8):
+            slot = "morning" if k % 2 == 0 else "afternoon"
+            (rid,) = db.con.execute(
+                "INSERT INTO recommendations (created_at, local_day, slot, action, model, meters_before) "
+                "VALUES (now(), ?, ?, 'DEEP_WORK', 'test', ?) RETURNING id",
+                [DAY - timedelta(days=8 - k), slot, json.dumps([0.6, 0.6, 0.45, 0.55, 0.5])]).fetchone()
+            ids.append((rid, slot))
+    for rid, slot in ids:
+        record_feedback(settings, rid, "ignore" if slot == "morning" else "accept")
+    after = recommend(settings, day=DAY, now=_now(DAY, 8))
+    assert after.feedback_used == 8
+    assert after.belief[1] < before - 0.05, (before, after.belief)
