@@ -1,4 +1,4 @@
-"""Feedback mode and observation conditions (../shared/specs/feedback.md), read like the spec.
+"""Feedback mode and observation conditions (the project feedback spec; docs/results_feedback.md has the measurements), read like the spec.
 
 The golden weeks in ``data/golden_episodes.npz`` were recorded from the simulator before
 feedback mode existed (``data/make_golden.py``, run on main's code)."""
