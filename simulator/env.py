@@ -34,7 +34,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
-from simulator import episode, spec
+from simulator import episode, spec, worlds
 from simulator.dynamics import profile_lists
 from simulator.grader import grade
 from simulator.profiles import Profile, belief_truth, named_profile, sample_profile
@@ -115,7 +115,10 @@ class RhythmEnv(gym.Env):
         condition: str = "in-dist",
         profile: Profile | str | dict | None = None,
         render_mode: str | None = None,
+        world: str | None = None,
     ):
+        """``world``: a misspecified world (:mod:`simulator.worlds`, e.g. ``"kind+drift"``);
+        None or ``"nominal"`` is the spec itself (the code path is then untouched)."""
         if condition not in ("in-dist", "ood"):
             raise ValueError(f"condition must be 'in-dist' or 'ood', got {condition!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -123,6 +126,8 @@ class RhythmEnv(gym.Env):
         self.condition = condition
         self.fixed_profile = resolve_profile(profile)
         self.render_mode = render_mode
+        worlds.parse_world(world)  # a bad name fails here, not at reset
+        self.world = worlds.NOMINAL if world is None else world
         self.observation_space = observation_space()
         self.action_space = action_space()
         self._t: int | None = None
@@ -152,6 +157,13 @@ class RhythmEnv(gym.Env):
         self._m = m0.tolist()
         self._events = events.tolist()
         self._noise = noise.tolist()
+        self._week = None
+        world = options.get("world", self.world)
+        self._world_now = world
+        if worlds.parse_world(world):
+            self._week = _week_lists(worlds.world_tables(profile, noise, world, seed))
+            self._noise = self._week[4]
+            self.truth = worlds.world_truth(self._week[5])
         self._t = 0
         self._rewards: list[float] = []
         self._crashes = 0
@@ -183,8 +195,12 @@ class RhythmEnv(gym.Env):
         fv = spec.FV_MIN if fv < spec.FV_MIN else (spec.FV_MAX if fv > spec.FV_MAX else fv)
 
         # The person's delta: const + fv * scaled + event + spiral + noise (dynamics docstring).
-        cs, sc, ev = self._const[slot][a], self._scaled[slot][a], self._ev[e]
-        if m3 < self._thr:
+        if self._week is None:
+            cs, sc, ev, thr = self._const[slot][a], self._scaled[slot][a], self._ev[e], self._thr
+        else:  # a misspecified world: per-step tables (simulator.worlds)
+            cs, sc, ev, thr = (x[t] for x in self._week[:4])
+            cs, sc, ev = cs[a], sc[a], ev[e]
+        if m3 < thr:
             sv, sc_ = spec.SPIRAL_V, spec.SPIRAL_C
         else:
             sv = sc_ = 0.0
@@ -292,12 +308,15 @@ class RhythmEnv(gym.Env):
         }
 
     def _info_base(self) -> dict[str, Any]:
-        return {
+        info = {
             "seed": self.seed_,
             "profile": dict(self._profile_dict),
             "belief_truth": self.truth,
             "crashes": self._crashes,
         }
+        if self._week is not None:
+            info["world"] = self._world_now
+        return info
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":
@@ -312,6 +331,19 @@ class RhythmEnv(gym.Env):
             f"t={t} day={t // 4} slot={spec.SLOTS[t % 4] if t < _T else '-'} {meters} "
             f"last={last} r={r:+.3f} event={spec.EVENTS[e]}"
         )
+
+
+def _week_lists(tables: worlds.WeekTables) -> tuple:
+    """A world's per-step tables as nested lists (const, scaled, events, threshold, noise)
+    and the tables themselves."""
+    return (
+        tables.const.tolist(),
+        tables.scaled.tolist(),
+        tables.events.tolist(),
+        tables.spiral_threshold.tolist(),
+        tables.noise.tolist(),
+        tables,
+    )
 
 
 def _neutral_lists():
