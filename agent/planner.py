@@ -52,7 +52,10 @@ _SQRT_2_PI = float(np.sqrt(2.0 / np.pi))
 class PlanModel:
     """K sampled profiles ``params`` (K, 15) and reward weights ``w`` (5,), ready to roll
     B plans out at once. ``crash_margin``: meters below 0.10 + margin cost ``risk_cost``
-    each in the plan score (noise and events are not simulated, so keep a safety band)."""
+    each in the plan score (noise and events are not simulated, so keep a safety band).
+    ``residual`` (K, 10, 5), optional: learned per-action effects added to every step's
+    expected delta; ``noise`` (K, 28, 5), optional: a noise path per sample, added at each
+    step of the week (:mod:`agent.robust`)."""
 
     def __init__(
         self,
@@ -60,6 +63,8 @@ class PlanModel:
         w: np.ndarray,
         crash_margin: float = 0.03,
         risk_cost: float = 0.002,
+        residual: np.ndarray | None = None,
+        noise: np.ndarray | None = None,
     ):
         p = np.atleast_2d(np.asarray(params, dtype=np.float64))
         tab = effect_tables(p)
@@ -68,6 +73,9 @@ class PlanModel:
             spec.EVENT_SCALE_BASE - spec.EVENT_SCALE_RESILIENCE * p[:, spec.COL["event_resilience"]]
         )
         self.const = tab.const + (EVENT_MEAN[None, :] * ev_scale[:, None])[:, None, None, :]
+        if residual is not None:
+            self.const = self.const + np.asarray(residual, dtype=np.float64)[:, None, :, :]
+        self.noise = None if noise is None else np.asarray(noise, dtype=np.float64)
         self.scaled = tab.scaled
         # (4 slots, 10 actions, K, 10): const and scaled side by side, for one gather per step
         self.table = np.ascontiguousarray(
@@ -103,6 +111,8 @@ class PlanModel:
             spiral = m[..., 3] < thr
             d[..., 0] += spiral * spec.SPIRAL_V
             d[..., 1] += spiral * spec.SPIRAL_C
+            if self.noise is not None:
+                d += self.noise[:, t + j]
             new = np.clip(m + d, 0.0, 1.0)
             nc = (new < spec.CRASH_THRESHOLD).sum(axis=-1)
             risk += (new < self.low).sum(axis=-1)
@@ -225,10 +235,13 @@ def improve_plan(
     rounds: int,
     info_weight: float,
     precision: np.ndarray,
+    info_scale: float = 1.0,
 ) -> np.ndarray:
     """``rounds`` of best-single-substitution search on ``plan`` (the remaining 28 - t actions);
     the score is the expected grade plus ``info_weight`` x the expected belief accuracy the
-    plan leaves, given the current posterior ``precision``. Stops early at a local optimum."""
+    plan leaves, given the current posterior ``precision`` (a future step's information is
+    ``info_scale`` x the nominal one: less when the noise is larger). Stops early at a
+    local optimum."""
     length = len(plan)
     slots = (t + np.arange(length)) & 3
     pos = np.arange(length * spec.N_ACTIONS) // spec.N_ACTIONS
@@ -238,8 +251,9 @@ def improve_plan(
         cands = neighbours(plan)
         s = model.score(cands, meters, t, past_rewards, past_crashes)
         if info_weight > 0:
-            base = precision + INFO[slots, plan].sum(axis=0)
-            prec = base + INFO[slots[pos], alt] - INFO[slots[pos], plan[pos]]
+            info = INFO if info_scale == 1.0 else INFO * info_scale
+            base = precision + info[slots, plan].sum(axis=0)
+            prec = base + info[slots[pos], alt] - info[slots[pos], plan[pos]]
             s = s + info_weight * expected_belief_accuracy(prec)
         i = int(np.argmax(s))
         if best is not None and s[i] <= best + 1e-12:
@@ -342,11 +356,21 @@ class BayesAgent:
         return out
 
     # -- planning ---------------------------------------------------------------------------
-    def _plan_action(self, meters: np.ndarray, t: int) -> int:
+    def _plan_model(self) -> tuple[PlanModel, float]:
+        """The rollout model of this decision and the scale of a future step's information
+        (hook: :class:`agent.robust.RobustAgent` adds learned effects and caution)."""
         bs = self.belief_state
         params = bs.sample_params(self.n_samples)
         params[0] = bs.profile_estimate().to_array()
-        model = PlanModel(params, bs.w)
+        return PlanModel(params, bs.w), 1.0
+
+    def _check_plan(self, plan: np.ndarray, model: PlanModel, meters: np.ndarray, t: int):
+        """The plan to act on (hook: a safety layer may change its first action)."""
+        return plan
+
+    def _plan_action(self, meters: np.ndarray, t: int) -> int:
+        bs = self.belief_state
+        model, info_scale = self._plan_model()
         length = _T - t
         fresh = self._plan is None or len(self._plan) < length
         plan = self._initial_plan(meters, t) if fresh else self._plan[len(self._plan) - length :]
@@ -362,7 +386,9 @@ class BayesAgent:
             self.first_rounds if fresh else self.rounds,
             self.info_weight,
             bs.prior_prec + bs.data_precision(),
+            info_scale,
         )
+        plan = self._check_plan(plan, model, meters, t)
         self._plan = plan[1:]
         a = int(plan[0])
         self._reason = self._describe(a, meters)

@@ -5,17 +5,21 @@
   no deliberate probing).
 - ``belief-only``: the spec 9 heuristic's actions with the Bayesian belief (ablation: what
   inference alone is worth).
+- ``bayes-robust``: :class:`agent.robust.RobustAgent`, the teacher that learns per-action
+  effects and its own model error (for people who do not follow the spec's equations).
 """
 
 from __future__ import annotations
 
 from agent.planner import BayesAgent
+from agent.robust import RobustAgent
 from simulator.policies import policy_names, register_policy
 
 AGENT_POLICIES = {
     "bayes": lambda: BayesAgent(),
     "bayes-noinfo": lambda: BayesAgent(info_weight=0.0),
     "belief-only": lambda: BayesAgent(plan=False),
+    "bayes-robust": lambda: RobustAgent(),
 }
 
 
