@@ -38,7 +38,7 @@ from agent.belief import (
     BeliefState,
     step_rows,
 )
-from agent.effects import N_RESID, SIGMA_GRID, TAIL_DOF, TAU_GRID, gaussian_posterior, t_weights
+from agent.effects import N_RESID, SIGMA_GRID, TAU_GRID, gaussian_posterior, t_weights
 from agent.planner import BayesAgent, PlanModel
 from simulator import spec
 from simulator.profiles import Profile
@@ -51,6 +51,8 @@ N_DRIFT = spec.N_METERS
 N_JOINT = N_THETA + N_RESID + N_DRIFT
 #: Prior sd of the drift residual, as a fraction of tau.
 DRIFT_RATIO = 0.5
+#: Largest per-entry prior sd of a residual effect after the ARD passes.
+ARD_MAX = 0.25
 
 
 class RobustBelief(BeliefState):
@@ -69,11 +71,13 @@ class RobustBelief(BeliefState):
         noise_sd: float = spec.NOISE_SD,
         tau_grid: tuple[float, ...] = TAU_GRID,
         sigma_grid: tuple[float, ...] = SIGMA_GRID,
-        tail_dof: float | None = TAIL_DOF,
+        tail_dof: float | None = None,
         forget: float | None = None,
         drift_ratio: float = DRIFT_RATIO,
+        ard_passes: int = 6,
     ):
         self.drift_ratio = float(drift_ratio)
+        self.ard_passes = int(ard_passes)
         self.tau_grid = tuple(float(x) for x in tau_grid)
         self.sigma_grid = tuple(float(x) for x in sigma_grid if x >= noise_sd) or (noise_sd,)
         self.tail_dof = tail_dof
@@ -135,6 +139,8 @@ class RobustBelief(BeliefState):
                 if best is None or lev > best[0]:
                     best = (lev, tau, sigma, fit, prior_prec)
         lev, tau, sigma, fit, prior_prec = best
+        if self.ard_passes and tau > min(self.tau_grid) and len(x):
+            fit = self._ard(x, r, base_u, prior_mean, prior_prec, sigma, extra, fit)
         inv_chol = np.linalg.inv(np.linalg.cholesky(fit["prec"]))
         fit["cov"] = (lambda c: (c + c.T) / 2.0)(inv_chol.T @ inv_chol)
         wts = _grid_weights(fit["log_ev"] + self._log_prior_st)
@@ -154,6 +160,27 @@ class RobustBelief(BeliefState):
             "log_evidence": lev,
         }
         return self._cache
+
+    def _ard(self, x, r, base_u, prior_mean, prior_prec, sigma, extra, fit):
+        """Per-entry shrinkage (automatic relevance determination): starting from the
+        chosen ``tau`` for every residual entry, a few EM passes set each entry's prior
+        variance to its posterior second moment, ``mean^2 + var`` (within
+        ``[tau_min, ARD_MAX]``). An entry the data show far off the table (a SLEEP that
+        leaves the mind foggy) gets a wide prior and is learned fast; entries that fit
+        shrink back toward the table, so one broken action does not loosen all the others
+        and the modifiers stay identified."""
+        lo, hi = min(self.tau_grid) ** 2, ARD_MAX**2
+        idx = np.arange(I_RESID, N_JOINT)
+        prec = prior_prec.copy()
+        for _ in range(self.ard_passes):
+            wts = _grid_weights(fit["log_ev"] + self._log_prior_st)
+            m = wts @ fit["means"][:, idx]
+            inv_chol = np.linalg.inv(np.linalg.cholesky(fit["prec"]))
+            var = (inv_chol[:, idx] ** 2).sum(axis=0)
+            prec[idx, idx] = 1.0 / np.clip(m * m + var, lo, hi)
+            logdet = float(np.linalg.slogdet(prec)[1])
+            fit = _fit(x, r, base_u, prior_mean, (prec, logdet), sigma, extra, base_u)
+        return fit
 
     def _fit_tails(self, x, r, base_u, prior_mean, prior, sigma, extra):
         """The posterior for one (tau, sigma) and its log evidence, marginal over the
@@ -319,10 +346,11 @@ class RobustAgent(BayesAgent):
         risk_cost: float = 0.002,
         tau_grid: tuple[float, ...] = TAU_GRID,
         sigma_grid: tuple[float, ...] = SIGMA_GRID,
-        tail_dof: float | None = TAIL_DOF,
+        tail_dof: float | None = None,
         forget: float | None = None,
         rollout_noise: bool = True,
         drift_ratio: float = DRIFT_RATIO,
+        ard_passes: int = 6,
     ):
         self.rollout_noise = bool(rollout_noise)
         super().__init__(
@@ -345,6 +373,7 @@ class RobustAgent(BayesAgent):
             tail_dof=tail_dof,
             forget=forget,
             drift_ratio=drift_ratio,
+            ard_passes=ard_passes,
         )
         self.reset(0)
 

@@ -37,10 +37,12 @@ POLICIES = ("heuristic", "bayes", "bayes-robust")
 #: The robust agent with one piece off (RobustAgent keyword arguments).
 ABLATIONS: dict[str, dict] = {
     "no learned effects": {"residuals": False},
-    "no safety layer": {"safety": False},
-    "Gaussian likelihood": {"tail_dof": None},
+    "one shrinkage for every effect (no ARD)": {"ard_passes": 0},
     "noise sd fixed at the spec's": {"sigma_grid": (0.012,)},
     "no noise in rollouts": {"rollout_noise": False},
+    "no safety layer": {"safety": False},
+    "+ Student-t likelihood (4 dof)": {"tail_dof": 4.0},
+    "+ forgetting (0.95 a step)": {"forget": 0.95},
 }
 ABLATION_WORLDS = ("nominal", "kind+drift", "all")
 
@@ -129,7 +131,7 @@ def render(res, episodes: int, ablations: dict, elapsed: float) -> str:
     if ablations:
         lines += [
             "",
-            "## The robust agent's pieces, one off at a time",
+            "## The robust agent's pieces, one at a time",
             "",
             "final_score / belief_mae / crashes per week, same seeds.",
             "",
