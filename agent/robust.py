@@ -253,6 +253,15 @@ class RobustBelief(BeliefState):
         var = np.diag(self._posterior()["joint_cov"])[I_RESID:I_DRIFT]
         return np.sqrt(var).reshape(spec.N_ACTIONS, spec.N_METERS)
 
+    def surprises(self, min_size: float = 0.03, z: float = 2.0) -> list[tuple[int, int, float]]:
+        """The (action, meter, learned base effect) entries that differ from the table by more
+        than ``min_size`` and ``z`` posterior sds, largest first: what the agent noticed."""
+        rho, sd = self.residual_mean(), self.residual_sd()
+        big = (np.abs(rho) > min_size) & (np.abs(rho) > z * sd)
+        eff = self.effects()
+        out = [(int(a), int(k), float(eff[a, k])) for a, k in zip(*np.nonzero(big), strict=True)]
+        return sorted(out, key=lambda e: -abs(rho[e[0], e[1]]))
+
     def effects(self) -> np.ndarray:
         """The learned base effect table: the spec's table plus the residuals (10, 5)."""
         return np.array(spec.EFFECT) + self.residual_mean()
@@ -427,4 +436,30 @@ class RobustAgent(BayesAgent):
             pick = int(safe[int(np.argmax(s))])
         out = plan.copy()
         out[0] = pick
+        self._safety_note = (int(plan[0]), int(np.argmin(low[plan[0]])))
         return out
+
+    def _plan_action(self, meters: np.ndarray, t: int) -> int:
+        self._safety_note = None
+        return super()._plan_action(meters, t)
+
+    def _describe(self, a: int, meters: np.ndarray) -> str:
+        """The plain reason, with what the safety layer did and what the agent noticed
+        about the chosen action."""
+        reason = super()._describe(a, meters)
+        note = getattr(self, "_safety_note", None)
+        if note is not None:
+            planned, k = note
+            reason += (
+                f" (instead of {spec.ACTIONS[planned]}, which could take "
+                f"{spec.METERS[k]} below the crash line)"
+            )
+        for sa, k, eff in self.belief_state.surprises():
+            if sa == a:
+                table = spec.EFFECT[sa][k]
+                reason += (
+                    f"; learned: its effect on {spec.METERS[k]} is {eff - table:+.2f} "
+                    f"off the table's {table:+.2f}"
+                )
+                break
+        return reason

@@ -156,3 +156,25 @@ def test_in_every_departure_at_once_the_robust_agent_beats_the_plain_one():
     assert robust.final_score > plain.final_score + 0.02
     assert robust.crashes_mean <= heur.crashes_mean
     assert robust.belief_mae < plain.belief_mae
+
+
+def test_the_agent_says_what_it_noticed_and_what_the_safety_layer_did():
+    belief = RobustBelief()
+    belief.update_many(_observations(4, "exercise-drains", Profile.neutral()))
+    found = belief.surprises()
+    assert found and found[0][:2] == (spec.EXERCISE, spec.V) and found[0][2] < 0
+    plain = RobustBelief()
+    plain.update_many(_observations(4))
+    assert plain.surprises() == []
+    agent = RobustAgent()
+    env = RhythmEnv(world="all")
+    reasons = []
+    for seed in range(2):
+        obs, _ = env.reset(seed=seed)
+        agent.reset(seed)
+        for _ in range(spec.EPISODE_STEPS):
+            a, b = agent.act(obs)
+            reasons.append(agent.explain())
+            assert agent.explain().startswith(spec.ACTIONS[a] + ":")
+            obs, *_ = env.step({"action": a, "belief": b})
+    assert any("; learned: its effect on" in r for r in reasons)
