@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/worlds.py                         # 100 episodes, writes docs/results_worlds.md
     .venv/bin/python benchmarks/worlds.py --episodes 40 --out /tmp/w.md
-    .venv/bin/python benchmarks/worlds.py --ablations             # also the robust agent's pieces, one off at a time
+    .venv/bin/python benchmarks/worlds.py --ablations             # also the robust agent's pieces, one at a time
 
 Every policy plays the same seeds (in-dist 0..N-1) in every world of ``simulator.worlds.WORLDS``
 (see docs/simulator.md, "Misspecified worlds"). "Advantage kept" is (policy - heuristic) in
@@ -39,6 +39,7 @@ ABLATIONS: dict[str, dict] = {
     "no learned effects": {"residuals": False},
     "one shrinkage for every effect (no ARD)": {"ard_passes": 0},
     "noise sd fixed at the spec's": {"sigma_grid": (0.012,)},
+    "no drift residual": {"drift_ratio": 0.0},
     "no noise in rollouts": {"rollout_noise": False},
     "no safety layer": {"safety": False},
     "+ Student-t likelihood (4 dof)": {"tail_dof": 4.0},
