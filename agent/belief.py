@@ -173,6 +173,23 @@ def reward_equation(obs: dict[str, Any]) -> tuple[np.ndarray, float]:
     return row, rhs
 
 
+def step_rows(meters_before, slot: int, action: int, event: int, delta, meters_after):
+    """One step's regression rows: ``(keep (5,) bool, J (k, 9), r (G, k))`` with
+    ``r[g] = delta - f0 - spiral at ST_GRID[g]`` on the k kept meter components (components
+    that ended at 0 or 1 are censored, non-finite ones skipped), or None if nothing is kept."""
+    m0 = np.asarray(meters_before, dtype=np.float64)
+    m1 = np.asarray(meters_after, dtype=np.float64)
+    y = np.asarray(delta, dtype=np.float64)
+    keep = (m1 > 0.0) & (m1 < 1.0) & np.isfinite(y)  # clipped components are censored
+    if not keep.any() or not np.isfinite(m0[[spec.V, spec.S]]).all():
+        return None
+    f0, j = linear_design(np.nan_to_num(m0), slot, action, event)
+    resid = (y - f0)[keep]
+    spiral = m0[spec.S] < spec.SPIRAL_THRESHOLD_BASE - spec.SPIRAL_THRESHOLD_TOLERANCE * ST_GRID
+    rg = resid[None, :] - np.where(spiral[:, None], SPIRAL[keep][None, :], 0.0)  # (G, k)
+    return keep, j[keep], rg
+
+
 _SUPPORTS = [np.array(s) for k in range(1, 6) for s in itertools.combinations(range(5), k)]
 
 
@@ -331,17 +348,10 @@ class BeliefState:
         self, meters_before, slot: int, action: int, event: int, delta, meters_after
     ) -> None:
         """Absorb one step's modifier evidence (the reward-weight equation is separate)."""
-        m0 = np.asarray(meters_before, dtype=np.float64)
-        m1 = np.asarray(meters_after, dtype=np.float64)
-        y = np.asarray(delta, dtype=np.float64)
-        keep = (m1 > 0.0) & (m1 < 1.0) & np.isfinite(y)  # clipped components are censored
-        if not keep.any() or not np.isfinite(m0[[spec.V, spec.S]]).all():
+        rows = step_rows(meters_before, slot, action, event, delta, meters_after)
+        if rows is None:
             return
-        f0, j = linear_design(np.nan_to_num(m0), slot, action, event)
-        j = j[keep]
-        resid = (y - f0)[keep]
-        spiral = m0[spec.S] < spec.SPIRAL_THRESHOLD_BASE - spec.SPIRAL_THRESHOLD_TOLERANCE * ST_GRID
-        rg = resid[None, :] - np.where(spiral[:, None], SPIRAL[keep][None, :], 0.0)  # (G, k)
+        _, j, rg = rows
         self._prec += j.T @ j / self.noise_var
         self._b += rg @ j / self.noise_var
         self._c += (rg * rg).sum(axis=1) / self.noise_var

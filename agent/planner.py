@@ -63,7 +63,10 @@ _SQRT_2_PI = float(np.sqrt(2.0 / np.pi))
 class PlanModel:
     """K sampled profiles ``params`` (K, 15) and reward weights ``w`` (5,), ready to roll
     B plans out at once. ``crash_margin``: meters below 0.10 + margin cost ``risk_cost``
-    each in the plan score (noise and events are not simulated, so keep a safety band)."""
+    each in the plan score (noise and events are not simulated, so keep a safety band).
+    ``residual`` (K, 10, 5), optional: learned per-action effects added to every step's
+    expected delta; ``noise`` (K, 28, 5), optional: a noise path per sample, added at each
+    step of the week (:mod:`agent.robust`)."""
 
     def __init__(
         self,
@@ -73,6 +76,8 @@ class PlanModel:
         risk_cost: float = 0.002,
         feedback: bool = False,
         accept_weight: float = 0.0,
+        residual: np.ndarray | None = None,
+        noise: np.ndarray | None = None,
     ):
         """``w``: (5,) shared, or (K, 5) one per sample. ``feedback``: roll out the expected
         week of a person who may ignore each recommendation (module docstring);
@@ -84,6 +89,9 @@ class PlanModel:
             spec.EVENT_SCALE_BASE - spec.EVENT_SCALE_RESILIENCE * p[:, spec.COL["event_resilience"]]
         )
         self.const = tab.const + (EVENT_MEAN[None, :] * ev_scale[:, None])[:, None, None, :]
+        if residual is not None:
+            self.const = self.const + np.asarray(residual, dtype=np.float64)[:, None, :, :]
+        self.noise = None if noise is None else np.asarray(noise, dtype=np.float64)
         self.scaled = tab.scaled
         # (4 slots, 10 actions, K, 10): const and scaled side by side, for one gather per step
         self.table = np.ascontiguousarray(
@@ -133,6 +141,8 @@ class PlanModel:
             spiral = m[..., 3] < thr
             d[..., 0] += spiral * spec.SPIRAL_V
             d[..., 1] += spiral * spec.SPIRAL_C
+            if self.noise is not None:
+                d += self.noise[:, t + j]
             new = np.clip(m + d, 0.0, 1.0)
             nc = (new < spec.CRASH_THRESHOLD).sum(axis=-1)
             risk += (new < self.low).sum(axis=-1)
@@ -147,12 +157,14 @@ class PlanModel:
             m = new
         return {"rewards": rewards, "meters": m, "crashes": crashes, "risk": risk}
 
-    def _outcome(self, g: np.ndarray, m: np.ndarray, fv: np.ndarray, spiral: np.ndarray):
-        """Meters after, reward (per-sample weights), crashes and risky meters of one step
-        whose table rows are ``g`` (..., K, 10) from meters ``m`` (..., K, 5)."""
+    def _outcome(self, g: np.ndarray, m: np.ndarray, fv: np.ndarray, spiral: np.ndarray, step: int):
+        """Meters after, reward (per-sample weights), crashes and risky meters of week step
+        ``step`` whose table rows are ``g`` (..., K, 10) from meters ``m`` (..., K, 5)."""
         d = g[..., :5] + fv[..., None] * g[..., 5:]
         d[..., 0] += spiral * spec.SPIRAL_V
         d[..., 1] += spiral * spec.SPIRAL_C
+        if self.noise is not None:
+            d += self.noise[:, step]
         new = np.clip(m + d, 0.0, 1.0)
         nc = (new < spec.CRASH_THRESHOLD).sum(axis=-1)
         r = (
@@ -184,7 +196,7 @@ class PlanModel:
             )
             spiral = m[..., 3] < thr
             rec = plans[:, j]
-            new, r, nc, rk = self._outcome(self.table[slot][rec], m, fv, spiral)
+            new, r, nc, rk = self._outcome(self.table[slot][rec], m, fv, spiral, t + j)
             if self.feedback:
                 # U(b) for the ten actions, no event (feedback.md 2), under each sample.
                 gu = self.table_u[slot].transpose(1, 0, 2)[None]  # (1, K, 10, 10)
@@ -201,7 +213,7 @@ class PlanModel:
                 p = 1.0 / (1.0 + np.exp(-(ua - np.median(u, axis=-1)) / TAU))
                 habit = heuristic_actions(m.reshape(-1, 5), slot).reshape(b, k)
                 gh = self.table[slot][habit, kk]  # (B, K, 10)
-                hn, hr, hc, hk = self._outcome(gh, m, fv, spiral)
+                hn, hr, hc, hk = self._outcome(gh, m, fv, spiral, t + j)
                 q = 1.0 - p
                 new = p[..., None] * new + q[..., None] * hn
                 r, nc, rk = p * r + q * hr, p * nc + q * hc, p * rk + q * hk
@@ -343,7 +355,7 @@ def improve_plan(
         cands = neighbours(plan)
         s = model.score(cands, meters, t, past_rewards, past_crashes)
         if info_weight > 0:
-            info = INFO if info_scale is None else INFO * info_scale
+            info = INFO if info_scale is None or info_scale == 1.0 else INFO * info_scale
             base = precision + info[slots, plan].sum(axis=0)
             prec = base + info[slots[pos], alt] - info[slots[pos], plan[pos]]
             s = s + info_weight * expected_belief_accuracy(prec)
@@ -554,13 +566,23 @@ class BayesAgent:
         return out
 
     # -- planning ---------------------------------------------------------------------------
-    def _plan_action(self, meters: np.ndarray, t: int) -> int:
+    def _plan_model(self) -> tuple[PlanModel, float]:
+        """The rollout model of this decision and the scale of a future step's information
+        (hook: :class:`agent.robust.RobustAgent` adds learned effects and caution)."""
         bs = self.belief_state
         params = bs.sample_params(self.n_samples)
         params[0] = bs.profile_estimate().to_array()
         answers = self.feedback or bs.n_answers > 0
         w = params[:, :5] if answers else bs.w
-        model = PlanModel(params, w, feedback=self.feedback, accept_weight=self.accept_weight)
+        return PlanModel(params, w, feedback=self.feedback, accept_weight=self.accept_weight), 1.0
+
+    def _check_plan(self, plan: np.ndarray, model: PlanModel, meters: np.ndarray, t: int):
+        """The plan to act on (hook: a safety layer may change its first action)."""
+        return plan
+
+    def _plan_action(self, meters: np.ndarray, t: int) -> int:
+        bs = self.belief_state
+        model, model_scale = self._plan_model()
         length = _T - t
         fresh = self._plan is None or len(self._plan) < length
         plan = self._initial_plan(meters, t) if fresh else self._plan[len(self._plan) - length :]
@@ -572,6 +594,7 @@ class BayesAgent:
             info_scale = _INFO_SCALE[self.observe]
             info_weight = info_weight if info_scale > 0 else 0.0
             bonus = self._ask_bonus(meters, t % spec.SLOTS_PER_DAY)
+        scale = model_scale * (1.0 if info_scale is None else info_scale)
         plan = improve_plan(
             model,
             plan,
@@ -582,9 +605,10 @@ class BayesAgent:
             self.first_rounds if fresh else self.rounds,
             info_weight,
             bs.prior_prec + bs.data_precision(),
-            info_scale if info_scale != 1.0 else None,
+            None if scale == 1.0 else scale,
             bonus,
         )
+        plan = self._check_plan(plan, model, meters, t)
         self._plan = plan[1:]
         a = int(plan[0])
         self._reason = self._describe(a, meters)

@@ -9,12 +9,15 @@
   a rolling two-day horizon with no end of the week.
 - ``ideal``: the ``bayes`` agent's recommendations with the exact posterior's belief over
   20,000 prior profiles (:mod:`agent.ideal`; a reference: the limit a belief can approach).
+- ``bayes-robust``: :class:`agent.robust.RobustAgent`, the teacher that learns per-action
+  effects and its own model error (for people who do not follow the spec's equations).
 """
 
 from __future__ import annotations
 
 from agent.ideal import IdealPolicy
 from agent.planner import BayesAgent
+from agent.robust import RobustAgent
 from simulator.policies import policy_names, register_policy
 
 
@@ -30,6 +33,7 @@ AGENT_POLICIES = {
     "bayes-noinfo": lambda: BayesAgent(info_weight=0.0),
     "belief-only": lambda: BayesAgent(plan=False),
     "ideal": lambda: IdealPolicy(BayesAgent()),
+    "bayes-robust": lambda: RobustAgent(),
 }
 
 

@@ -47,7 +47,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
-from simulator import episode, spec
+from simulator import episode, spec, worlds
 from simulator import feedback as fb
 from simulator.dynamics import compact_params, profile_lists
 from simulator.grader import grade
@@ -139,7 +139,10 @@ class RhythmEnv(gym.Env):
         render_mode: str | None = None,
         feedback: bool = False,
         observe: str = "clean",
+        world: str | None = None,
     ):
+        """``world``: a misspecified world (:mod:`simulator.worlds`, e.g. ``"kind+drift"``);
+        None or ``"nominal"`` is the spec itself (the code path is then untouched)."""
         if condition not in ("in-dist", "ood"):
             raise ValueError(f"condition must be 'in-dist' or 'ood', got {condition!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -150,6 +153,8 @@ class RhythmEnv(gym.Env):
         self.feedback = bool(feedback)
         self.observe = fb.check_observe(observe)
         self.observation_space = observation_space(self.feedback, self.observe)
+        worlds.parse_world(world)  # a bad name fails here, not at reset
+        self.world = worlds.NOMINAL if world is None else world
         self.action_space = action_space()
         self._t: int | None = None
         n = _neutral_lists()
@@ -178,6 +183,13 @@ class RhythmEnv(gym.Env):
         self._m = m0.tolist()
         self._events = events.tolist()
         self._noise = noise.tolist()
+        self._week = None
+        world = options.get("world", self.world)
+        self._world_now = world
+        if worlds.parse_world(world):
+            self._week = _week_lists(worlds.world_tables(profile, noise, world, seed))
+            self._noise = self._week[4]
+            self.truth = worlds.world_truth(self._week[5])
         self._t = 0
         self._rewards: list[float] = []
         self._crashes = 0
@@ -213,8 +225,12 @@ class RhythmEnv(gym.Env):
         fv = spec.FV_MIN if fv < spec.FV_MIN else (spec.FV_MAX if fv > spec.FV_MAX else fv)
 
         # The person's delta: const + fv * scaled + event + spiral + noise (dynamics docstring).
-        cs, sc, ev = self._const[slot][a], self._scaled[slot][a], self._ev[e]
-        if m3 < self._thr:
+        if self._week is None:
+            cs, sc, ev, thr = self._const[slot][a], self._scaled[slot][a], self._ev[e], self._thr
+        else:  # a misspecified world: per-step tables (simulator.worlds)
+            cs, sc, ev, thr = (x[t] for x in self._week[:4])
+            cs, sc, ev = cs[a], sc[a], ev[e]
+        if m3 < thr:
             sv, sc_ = spec.SPIRAL_V, spec.SPIRAL_C
         else:
             sv = sc_ = 0.0
@@ -334,6 +350,8 @@ class RhythmEnv(gym.Env):
         }
         if self.feedback:
             info["answers"] = [dict(x) for x in self._answers]
+        if self._week is not None:
+            info["world"] = self._world_now
         return info
 
     # -- feedback mode and observation conditions (feedback.md) -------------------------------
@@ -447,6 +465,19 @@ class RhythmEnv(gym.Env):
             f"t={t} day={t // 4} slot={spec.SLOTS[t % 4] if t < _T else '-'} {meters} "
             f"last={last} r={r:+.3f} event={spec.EVENTS[e]}"
         )
+
+
+def _week_lists(tables: worlds.WeekTables) -> tuple:
+    """A world's per-step tables as nested lists (const, scaled, events, threshold, noise)
+    and the tables themselves."""
+    return (
+        tables.const.tolist(),
+        tables.scaled.tolist(),
+        tables.events.tolist(),
+        tables.spiral_threshold.tolist(),
+        tables.noise.tolist(),
+        tables,
+    )
 
 
 def _neutral_lists():

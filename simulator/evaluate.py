@@ -6,6 +6,11 @@ overrides the count (per named profile for ``discrete``); ``seed_offset`` shifts
 
 A policy with ``act_batch`` runs on :class:`simulator.batch.BatchEnv`, any other on
 :class:`simulator.env.RhythmEnv`; both give identical grades.
+
+``world`` (default nominal, the spec itself) plays the episodes in a misspecified world of
+:mod:`simulator.worlds`, on ``RhythmEnv`` (the batch engine has no worlds);
+:func:`evaluate_worlds` evaluates one policy across the suite, on the same seeds in every
+world.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator import spec
+from simulator import spec, worlds
 from simulator.batch import BatchEnv
 from simulator.env import RhythmEnv
 from simulator.grader import COMPONENTS
@@ -59,6 +64,7 @@ class EvalResult:
     crashes_total: int
     mean_reward: float
     published: float | None
+    world: str = worlds.NOMINAL
 
     @property
     def components(self) -> dict[str, float]:
@@ -123,9 +129,10 @@ def run_env(
     condition: str = "in-dist",
     profiles: Sequence[str] | None = None,
     progress: Progress | None = None,
+    world: str | None = None,
 ) -> dict[str, np.ndarray]:
     """Play the episodes one by one on ``RhythmEnv``; returns grade arrays like :func:`run_batch`."""
-    env = RhythmEnv(condition=condition)
+    env = RhythmEnv(condition=condition, world=world)
     rows: list[dict[str, Any]] = []
     seeds = list(seeds)
     for i, seed in enumerate(seeds):
@@ -158,18 +165,25 @@ def rollout(
     seed_offset: int = 0,
     engine: str = "auto",
     progress: Progress | None = None,
+    world: str | None = None,
 ) -> dict[str, np.ndarray]:
     """Per-episode grade arrays of a policy (name or instance) under a protocol condition."""
     pol = get_policy(policy) if isinstance(policy, str) else policy
     seeds, profiles, env_condition = episode_plan(condition, episodes, seed_offset)
     if engine not in ("auto", "batch", "env"):
         raise ValueError(f"engine must be auto, batch or env, got {engine!r}")
+    if worlds.parse_world(world):
+        if engine == "batch":
+            raise ValueError("the batch engine has no misspecified worlds; use engine env")
+        return run_env(pol, seeds, env_condition, profiles, progress, world)
     use_batch = engine == "batch" or (engine == "auto" and hasattr(pol, "act_batch"))
     runner = run_batch if use_batch else run_env
     return runner(pol, seeds, env_condition, profiles, progress)
 
 
-def summarize(policy: str, condition: str, g: dict[str, np.ndarray]) -> EvalResult:
+def summarize(
+    policy: str, condition: str, g: dict[str, np.ndarray], world: str | None = None
+) -> EvalResult:
     """Means, the 95% interval of the mean final_score (normal approximation) and crashes."""
     scores = g["final_score"]
     n = len(scores)
@@ -188,7 +202,10 @@ def summarize(policy: str, condition: str, g: dict[str, np.ndarray]) -> EvalResu
         crashes_mean=float(g["crashes"].mean()),
         crashes_total=int(g["crashes"].sum()),
         mean_reward=float(g["mean_reward"].mean()),
-        published=PUBLISHED.get(policy, {}).get(condition),
+        published=PUBLISHED.get(policy, {}).get(condition)
+        if not worlds.parse_world(world)
+        else None,
+        world=worlds.NOMINAL if world is None else world,
     )
 
 
@@ -199,11 +216,13 @@ def evaluate(
     seed_offset: int = 0,
     engine: str = "auto",
     progress: Progress | None = None,
+    world: str | None = None,
 ) -> EvalResult:
-    """Evaluate a policy (registered name or instance) under one protocol condition."""
+    """Evaluate a policy (registered name or instance) under one protocol condition, in
+    the nominal world or a misspecified one (``world``, see :mod:`simulator.worlds`)."""
     name = policy if isinstance(policy, str) else type(policy).__name__
-    g = rollout(policy, condition, episodes, seed_offset, engine, progress)
-    return summarize(name, condition, g)
+    g = rollout(policy, condition, episodes, seed_offset, engine, progress, world)
+    return summarize(name, condition, g, world)
 
 
 def evaluate_all(
@@ -216,4 +235,19 @@ def evaluate_all(
     """:func:`evaluate` under the three conditions (``in-dist``, ``ood``, ``discrete``)."""
     return {
         c: evaluate(policy, c, episodes, seed_offset, engine, progress) for c in spec.CONDITIONS
+    }
+
+
+def evaluate_worlds(
+    policy: str | Policy,
+    condition: str = "in-dist",
+    episodes: int | None = None,
+    seed_offset: int = 0,
+    world_list: Sequence[str] = worlds.WORLDS,
+    progress: Progress | None = None,
+) -> dict[str, EvalResult]:
+    """:func:`evaluate` in each world of ``world_list`` (default the suite), same seeds."""
+    return {
+        w: evaluate(policy, condition, episodes, seed_offset, "auto", progress, w)
+        for w in world_list
     }

@@ -6,8 +6,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from simulator import spec
-from simulator.evaluate import PUBLISHED, PUBLISHED_BELIEF_MAE, EvalResult, evaluate
+from simulator import spec, worlds
+from simulator.evaluate import (
+    PUBLISHED,
+    PUBLISHED_BELIEF_MAE,
+    EvalResult,
+    evaluate,
+    evaluate_worlds,
+)
 from simulator.feedback import OBSERVE_CONDITIONS
 from simulator.feedback_eval import FeedbackEvalResult, evaluate_feedback
 from simulator.policies import policy_names
@@ -18,6 +24,7 @@ app = typer.Typer(
 console = Console()
 
 _CONDITION_TITLES = {"in-dist": "in-dist", "ood": "OOD", "discrete": "discrete-3"}
+ALL_WORLDS = "all-worlds"
 
 
 @app.callback()
@@ -62,6 +69,12 @@ def eval_cmd(
     observe: str = typer.Option(
         "clean", "--observe", help="Observation condition: clean, noisy or answers-only."
     ),
+    world: str = typer.Option(
+        worlds.NOMINAL,
+        "--world",
+        help="A misspecified world (nominal, effects, timing, noise, kind, drift, hidden, "
+        "all, or departures joined with +), or all-worlds for the per-world table.",
+    ),
 ) -> None:
     """Evaluate a policy: final_score mean with 95% interval, grader components, belief_mae, crashes.
 
@@ -78,6 +91,11 @@ def eval_cmd(
     conditions = list(spec.CONDITIONS) if condition == "all" else [condition]
     if conditions[0] not in spec.CONDITIONS:
         raise typer.BadParameter("expected in-dist, ood, discrete or all", param_hint="--condition")
+    if world != worlds.NOMINAL and (student is not None or feedback or observe != "clean"):
+        raise typer.BadParameter(
+            "--world is measured in the plain protocol: not with --feedback, --observe or the student",
+            param_hint="--world",
+        )
     if observe not in OBSERVE_CONDITIONS:
         raise typer.BadParameter(
             f"expected one of {', '.join(OBSERVE_CONDITIONS)}", param_hint="--observe"
@@ -109,12 +127,35 @@ def eval_cmd(
             console.print(_three_condition_table(policy, results))
         console.print(_detail_table(policy, results, fresults))
         return
+    if world == ALL_WORLDS:
+        _eval_all_worlds(policy, conditions, episodes, seed_offset, json_out)
+        return
+    try:
+        worlds.parse_world(world)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--world") from None
     results = {
-        c: evaluate(policy, c, episodes=episodes, seed_offset=seed_offset) for c in conditions
+        c: evaluate(policy, c, episodes=episodes, seed_offset=seed_offset, world=world)
+        for c in conditions
     }
+    nominal = world == worlds.NOMINAL
+    # The published figures are for the spec's world only.
+    published = condition == "all" and nominal
+    _print_results(policy, results, json_out, published, None if nominal else world)
 
+
+def _print_results(
+    policy: str,
+    results: dict[str, EvalResult],
+    json_out: bool,
+    published: bool,
+    world: str | None,
+) -> None:
+    condition = "all" if published else None
     if json_out:
         payload = {"policy": policy, "results": {c: r.to_dict() for c, r in results.items()}}
+        if world is not None:
+            payload["world"] = world
         if condition == "all":
             payload["published"] = PUBLISHED
             payload["published_belief_mae"] = PUBLISHED_BELIEF_MAE
@@ -122,7 +163,43 @@ def eval_cmd(
         return
     if condition == "all":
         console.print(_three_condition_table(policy, results))
-    console.print(_detail_table(policy, results))
+    console.print(_detail_table(policy, results, world=world))
+
+
+def _eval_all_worlds(
+    policy: str, conditions: list[str], episodes: int | None, seed_offset: int, json_out: bool
+) -> None:
+    if len(conditions) != 1:
+        raise typer.BadParameter(
+            "--world all-worlds takes one condition (in-dist, ood or discrete)",
+            param_hint="--condition",
+        )
+    results = evaluate_worlds(policy, conditions[0], episodes=episodes, seed_offset=seed_offset)
+    if json_out:
+        console.print_json(
+            data={
+                "policy": policy,
+                "condition": conditions[0],
+                "worlds": {w: r.to_dict() for w, r in results.items()},
+            }
+        )
+        return
+    console.print(_worlds_table(policy, conditions[0], results))
+
+
+def _worlds_table(policy: str, condition: str, results: dict[str, EvalResult]) -> Table:
+    t = Table(title=f"{policy}, {condition}: one row per world (same seeds)")
+    for col in ("world", "episodes", "final_score ± 95%", "belief_mae", "crashes/week"):
+        t.add_column(col, justify="left" if col == "world" else "right")
+    for w, r in results.items():
+        t.add_row(
+            w,
+            str(r.episodes),
+            f"{r.final_score:.3f} ± {_half(r):.3f}",
+            _fmt(r.belief_mae),
+            f"{r.crashes_mean:.2f}",
+        )
+    return t
 
 
 def _student_path(policy: str):
@@ -196,8 +273,10 @@ def _detail_table(
     policy: str,
     results: dict[str, EvalResult],
     feedback: dict[str, FeedbackEvalResult] | None = None,
+    world: str | None = None,
 ) -> Table:
-    t = Table(title=f"{policy}: means over episodes")
+    where = "" if world in (None, worlds.NOMINAL) else f" in world {world}"
+    t = Table(title=f"{policy}{where}: means over episodes")
     t.add_column("")
     for c in results:
         t.add_column(_CONDITION_TITLES[c], justify="right")

@@ -123,3 +123,46 @@ def test_eval_feedback_errors_are_usage_errors(tmp_path):
     bad.write_bytes(b"not a model")
     res = runner.invoke(app, ["eval", "--policy", f"student:{bad}", "--feedback"])
     assert res.exit_code == 2 and "GGUF" in res.output
+
+
+def test_eval_in_a_world_matches_the_library():
+    res = runner.invoke(
+        app, ["eval", "--policy", "heuristic", "--world", "kind+drift", "--episodes", "4", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    want = evaluate("heuristic", "in-dist", episodes=4, world="kind+drift").to_dict()
+    assert data["world"] == "kind+drift"
+    assert data["results"]["in-dist"] == want
+    assert want["final_score"] != evaluate("heuristic", "in-dist", episodes=4).final_score
+    table = runner.invoke(
+        app, ["eval", "--policy", "heuristic", "--world", "noise", "--episodes", "2"]
+    )
+    assert table.exit_code == 0 and "in world noise" in table.stdout
+
+
+def test_eval_all_worlds_prints_one_row_per_world():
+    from simulator.worlds import WORLDS
+
+    res = runner.invoke(
+        app, ["eval", "--policy", "random", "--world", "all-worlds", "--episodes", "2"]
+    )
+    assert res.exit_code == 0, res.output
+    for w in WORLDS:
+        assert f"│ {w} " in res.stdout
+    res = runner.invoke(
+        app, ["eval", "--policy", "random", "--world", "all-worlds", "--episodes", "2", "--json"]
+    )
+    data = json.loads(res.stdout)
+    assert list(data["worlds"]) == list(WORLDS)
+    assert data["worlds"]["all"]["world"] == "all"
+
+
+def test_eval_rejects_an_unknown_world_in_one_line():
+    res = runner.invoke(app, ["eval", "--policy", "random", "--world", "sideways"])
+    assert res.exit_code != 0
+    assert "unknown world" in res.output
+    res = runner.invoke(
+        app, ["eval", "--policy", "random", "--world", "all-worlds", "--condition", "all"]
+    )
+    assert res.exit_code != 0 and "one condition" in res.output
