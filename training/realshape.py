@@ -8,8 +8,9 @@ simulator weeks look the same, through the product's own observation builder
 gives its Bayesian agent:
 
 - :class:`Shape` and :func:`draw_shape`: one week's conditions (readings missing at random
-  and in runs, unknown actions, how often the person follows the recommendation, a
-  calendar, earlier weeks the teacher has seen, where the prompt starts);
+  and in runs, meters the product cannot measure stuck at one level, unknown actions, how
+  often the person follows the recommendation, a calendar, earlier weeks the teacher has
+  seen, where the prompt starts);
 - :class:`ProductStream`: the simulated person's slots as stored slot states (noisy readings
   with gaps, the action when classified) and the observation of each slot as the product
   builds it;
@@ -60,6 +61,9 @@ class Shape:
     history_weeks: int = 0  # earlier weeks of the person the teacher's belief has seen
     start: int = 0  # the first step the prompt shows (a week joined mid-week)
     noise_sd: float = 0.0  # extra noise on every reading
+    # meters the product cannot measure for this person: reported at one level all week
+    # (real connection sits at its usual, 0.35-0.50, without social data), as (meter, level)
+    stuck: tuple[tuple[int, float], ...] = ()
 
 
 def draw_shape(rng: np.random.Generator, product_share: float, calendar_share: float = 0.5) -> Shape:
@@ -72,7 +76,10 @@ def draw_shape(rng: np.random.Generator, product_share: float, calendar_share: f
     if rng.random() >= product_share:
         return Shape(kind="clean", calendar=calendar)
     unknown = rng.uniform(0.6, 0.9) if rng.random() < 0.7 else rng.uniform(0.0, 0.6)
+    p_stuck = (0.1, 0.15, 0.2, 0.15, 0.4)  # V C P S N
+    stuck = tuple((k, round(float(rng.uniform(0.3, 0.7)), 2)) for k in range(spec.N_METERS) if rng.random() < p_stuck[k])
     return Shape(
+        stuck=stuck,
         kind="product",
         calendar=calendar,
         missing_share=float(rng.uniform(0.3, 0.6)),
@@ -142,6 +149,8 @@ class ProductStream:
         i = len(self.states)
         m = np.asarray(meters, dtype=np.float64)
         read = np.clip(m + self.rng.normal(0.0, self.shape.noise_sd, spec.N_METERS), 0.0, 1.0)
+        for k, level in self.shape.stuck:
+            read[k] = level
         lost = self.missing[i] | (self.rng.random(spec.N_METERS) < self.shape.meter_missing)
         values = tuple(None if lost[k] else round(float(read[k]), 4) for k in range(spec.N_METERS))
         t = i - 1  # the step this slot was (-1: the night before the week)
