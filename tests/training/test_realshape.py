@@ -165,8 +165,8 @@ def test_v3_training_sequence_computes_each_step_s_prompt(weeks):
     (or ?), not the teacher's answer."""
     import torch
 
-    from training.dataset import encode_inserted, train_tokenizer, v3_text
     from training.batches import forward_hidden
+    from training.dataset import encode_inserted, train_tokenizer, v3_text
     from training.sft import Args, build_model
     from training.tokens import EOS
 
