@@ -44,6 +44,27 @@ steps: a student cannot copy its earlier belief, it must infer the person every 
 answer line is unchanged, so the next prompt still extends this one up to the answer's
 action. Training hides the beliefs with an attention mask (``training.sft``).
 
+Format ``rhythm v3`` (``fmt=FORMAT_V3``) is the product's shape: a real week rendered whole,
+never cut at a gap. Anything not known is written ``?``; the observation condition, the
+fixed slots of each day and the answers stand in the stream where they happen; no past
+belief and no free text (titles never reach it)::
+
+    rhythm v3
+    obs noisy                             <- context["observe"]: clean, noisy or answers-only
+    day 2                                 <- a week may start on any day (mid-week)
+    cal morning ADMIN_WORK                <- the day's fixed slots: classified action or ?
+    cal evening ?
+    m .62 ? .48 .55 .50                   <- meters at the start; ? = not observed
+    morning:ADMIN_WORK +.12 m .58 .57 ? .54 .50 x -.03 +.01 ? +.00 +.00
+    fb DEEP_WORK ignored                  <- the answer to that slot's recommendation
+    afternoon: ? ? m .55 .60 .51 .52 .50 x ? ? ? ? ?    <- nobody knows what was done
+    evening:
+
+A v3 prompt ends like the others (``SLOT:``) and the answer line is the same, but the next
+prompt continues with what was *done* (or ``?``), so training inserts each answer as a
+target hidden from later tokens (``training.dataset``).
+:func:`observed_view` turns a real-data observation (filled meters) into what v3 shows.
+
 Untrusted text (calendar titles, free-text feedback) is stripped of control and format
 characters, newlines and double quotes, truncated, and written inside double quotes on a
 line of its own; it can neither end its field nor start a line. What the model may answer
@@ -69,7 +90,13 @@ FORMAT_VERSION = "rhythm v1"
 #: the meters every step, it cannot copy (and compound) its own earlier belief. A model says
 #: which one it reads (GGUF key :data:`GGUF_FORMAT_KEY`, ``checkpoint.json``).
 FORMAT_V2 = "rhythm v2"
-PROMPT_FORMATS = (FORMAT_VERSION, FORMAT_V2)
+#: ``rhythm v3`` is the product's shape: a real week shown whole, with what is missing
+#: written as ``?`` (a meter not observed, an action nobody classified, a reward or anomaly
+#: that cannot be computed), the observation condition, the day's fixed slots (``cal``) and
+#: the answers to earlier recommendations (``fb``) in the stream where they happened; no
+#: past beliefs and no free text at all (see :func:`render_compact`).
+FORMAT_V3 = "rhythm v3"
+PROMPT_FORMATS = (FORMAT_VERSION, FORMAT_V2, FORMAT_V3)
 GGUF_FORMAT_KEY = "rhythm.prompt_format"
 #: Longest calendar title / free-text field kept, in characters (after sanitising).
 MAX_TEXT_CHARS = 48
@@ -78,7 +105,13 @@ MAX_EVENTS = 16
 MAX_FEEDBACK = 16
 #: Feedback words rendered as they are; any other response is quoted as untrusted text.
 FEEDBACK_RESPONSES = ("accepted", "ignored", "rejected", "done", "skipped")
-CONTEXT_KEYS = ("events", "feedback")
+CONTEXT_KEYS = ("events", "feedback", "observe")
+#: What the ``obs`` line of a v3 prompt may say: simulator meters as they are, real-like
+#: readings (noise, gaps), or no readings at all.
+OBSERVE_CONDITIONS = ("clean", "noisy", "answers-only")
+#: v3 feedback words (the answer to a recommendation).
+V3_RESPONSES = ("accepted", "ignored")
+UNKNOWN = "?"
 
 _ACTION_IDS = {name: i for i, name in enumerate(spec.ACTIONS)}
 _NO_ACTION = spec.N_ACTIONS
@@ -285,8 +318,12 @@ def _int(obs: Mapping[str, Any], key: str) -> int:
         raise ValueError(f"observation has no {key!r}") from None
 
 
-def _read(history: Sequence[Mapping[str, Any]]) -> tuple[int, tuple[float, ...], list[_Step]]:
-    """``(t0, meters at t0, completed steps)``; checks the history is consecutive."""
+def _read(
+    history: Sequence[Mapping[str, Any]], unknown: bool = False
+) -> tuple[int, tuple[float, ...], list[_Step]]:
+    """``(t0, meters at t0, completed steps)``; checks the history is consecutive. With
+    ``unknown`` (format v3) a step may have no known action (``last_action`` 10) and NaN
+    meters, anomalies or reward."""
     if not history:
         raise ValueError("history is empty: pass at least the reset observation")
     t0 = _int(history[0], "t")
@@ -298,7 +335,7 @@ def _read(history: Sequence[Mapping[str, Any]]) -> tuple[int, tuple[float, ...],
         if i == 0:
             continue
         action = _int(obs, "last_action")
-        if not 0 <= action < spec.N_ACTIONS:
+        if not 0 <= action < spec.N_ACTIONS + int(unknown):
             raise ValueError(f"observation t={t} has no last action")
         event = _int(obs, "active_event")
         if not 0 <= event <= spec.N_EVENTS:
@@ -447,6 +484,138 @@ def compact_step_line(
     )
 
 
+
+# --- format v3: the product's shape --------------------------------------------------------
+
+
+def _v3_unit(x: Any) -> str:
+    v = float(x)
+    return UNKNOWN if not math.isfinite(v) else _unit(v)
+
+
+def _v3_signed(x: Any, bound: float) -> str:
+    v = float(x)
+    return UNKNOWN if not math.isfinite(v) else _signed(v, bound)
+
+
+def _action_name(a: Any) -> str | None:
+    if isinstance(a, (int, np.integer)) and not isinstance(a, bool) and 0 <= int(a) < spec.N_ACTIONS:
+        return spec.ACTIONS[int(a)]
+    if isinstance(a, str) and a in _ACTION_IDS:
+        return a
+    return None
+
+
+def _v3_calendar(context: Mapping[str, Any]) -> dict[int, list[str]]:
+    """Fixed slots by day: ``{day: ["cal morning ADMIN_WORK", ...]}`` in slot order. An item
+    is a mapping with ``day``, ``slot`` and ``action`` (a name or id; anything else is
+    ``?``: a commitment nobody classified); items without a day or slot are left out, and
+    a slot is listed once. No title is ever rendered."""
+    items = context.get("events") or []
+    if isinstance(items, (str, bytes, Mapping)):
+        items = [items]
+    by_day: dict[int, dict[int, str]] = {}
+    for item in list(items)[: 4 * MAX_EVENTS]:
+        if not isinstance(item, Mapping):
+            continue
+        day, slot = _when(item)
+        if day is None or slot is None:
+            continue
+        s = spec.SLOTS.index(slot)
+        by_day.setdefault(day, {}).setdefault(s, _action_name(item.get("action")) or UNKNOWN)
+    return {
+        d: [f"cal {spec.SLOTS[s]} {a}" for s, a in sorted(slots.items())] for d, slots in by_day.items()
+    }
+
+
+def _v3_feedback(context: Mapping[str, Any]) -> dict[int, str]:
+    """Answers by step: ``{t: "fb DEEP_WORK ignored"}`` for items with ``day``, ``slot``, a
+    known ``action`` and a ``response`` of :data:`V3_RESPONSES` (``accept`` / ``ignore``
+    too); the last answer of a step wins; anything else is left out."""
+    items = context.get("feedback") or []
+    if isinstance(items, (str, bytes, Mapping)):
+        items = [items]
+    out: dict[int, str] = {}
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        day, slot = _when(item)
+        action = _action_name(item.get("action"))
+        r = item.get("response")
+        r = {"accept": "accepted", "ignore": "ignored"}.get(r, r) if isinstance(r, str) else None
+        if day is None or slot is None or action is None or r not in V3_RESPONSES:
+            continue
+        out[day * spec.SLOTS_PER_DAY + spec.SLOTS.index(slot)] = f"fb {action} {r}"
+    return out
+
+
+def v3_step_line(step_t: int, action: int, reward: float, event: int, meters, anomalies) -> str:
+    """One v3 step line: ``SLOT:ACTION`` (``SLOT: ?`` when nobody knows what was done), the
+    reward, the event's name, ``m`` the meters and ``x`` the anomalies, each number ``?``
+    when missing; with an unknown action every anomaly is ``?`` (nothing to compare to)."""
+    slot = spec.SLOTS[step_t % spec.SLOTS_PER_DAY]
+    known = 0 <= action < spec.N_ACTIONS
+    head = f"{slot}:{spec.ACTIONS[action]}" if known else f"{slot}: {UNKNOWN}"
+    ev = f" {spec.EVENTS[event]}" if event else ""
+    x = " ".join(_v3_signed(v, 2.0) if known else UNKNOWN for v in anomalies)
+    return (
+        f"{head} {_v3_signed(reward, 20.0)}{ev}"
+        f" m {' '.join(_v3_unit(v) for v in meters)} x {x}"
+    )
+
+
+def _render_v3(history: Sequence[Mapping[str, Any]], ctx: Mapping[str, Any]) -> str:
+    t0, meters0, steps = _read(history, unknown=True)
+    observe = ctx.get("observe") or "clean"
+    if observe not in OBSERVE_CONDITIONS:
+        raise ValueError(f"observe must be one of {OBSERVE_CONDITIONS}, got {observe!r}")
+    cal = _v3_calendar(ctx)
+    fb = _v3_feedback(ctx)
+    day = t0 // spec.SLOTS_PER_DAY
+    lines = [FORMAT_V3, f"obs {observe}", f"day {day}", *cal.get(day, [])]
+    lines.append("m " + " ".join(_v3_unit(v) for v in meters0))
+    t = t0
+    for step in steps:
+        if step.t // spec.SLOTS_PER_DAY != day:
+            day = step.t // spec.SLOTS_PER_DAY
+            lines += [f"day {day}", *cal.get(day, [])]
+        lines.append(
+            v3_step_line(step.t, step.action, step.reward, step.event, step.meters, step.anomalies)
+        )
+        if step.t in fb:
+            lines.append(fb[step.t])
+        t = step.t + 1
+    if t >= spec.EPISODE_STEPS:
+        return "\n".join(lines) + "\n"
+    if t // spec.SLOTS_PER_DAY != day:
+        day = t // spec.SLOTS_PER_DAY
+        lines += [f"day {day}", *cal.get(day, [])]
+    return "\n".join(lines) + f"\n{spec.SLOTS[t % spec.SLOTS_PER_DAY]}:"
+
+
+def observed_view(
+    obs: Mapping[str, Any], observed: Sequence[bool] | None, action_known: bool = True
+) -> dict[str, Any]:
+    """An observation as a v3 prompt shows it: the meters not observed (``observed`` False;
+    None = all observed) and their anomalies NaN, the reward NaN unless every meter was
+    observed, and ``last_action`` unknown (10) unless ``action_known``. The real-data path
+    fills missing meters to feed the belief; the prompt must not show those fills as data."""
+    out = dict(obs)
+    seen = np.ones(spec.N_METERS, dtype=bool) if observed is None else np.asarray(observed, dtype=bool)
+    m = np.array(np.asarray(obs["meters"], dtype=np.float64).reshape(-1))
+    m[~seen] = np.nan
+    out["meters"] = m
+    if "anomalies" in obs:
+        x = np.array(np.asarray(obs["anomalies"], dtype=np.float64).reshape(-1))
+        x[~seen] = np.nan
+        out["anomalies"] = x
+    if not seen.all():
+        out["last_reward"] = np.array([np.nan])
+    if not action_known:
+        out["last_action"] = spec.N_ACTIONS
+    return out
+
+
 def render_compact(
     history: Sequence[Mapping[str, Any]],
     context: Mapping[str, Any] | None = None,
@@ -463,11 +632,18 @@ def render_compact(
     ``b=``. Ends with ``SLOT:`` of the next step, or with a newline when the week is over.
     ``fmt``: one of :data:`PROMPT_FORMATS` (the first line); ``history_beliefs``: whether
     past beliefs are written (default: v1 yes, v2 no; training writes them for v2 too and
-    hides them from later tokens with an attention mask).
+    hides them from later tokens with an attention mask). Format v3 (see the module
+    docstring) ignores ``beliefs``, accepts unknown actions and NaN numbers (``?``), and
+    reads ``context`` as ``events`` = fixed slots (``day``, ``slot``, ``action``),
+    ``feedback`` = answers (``day``, ``slot``, ``action``, ``response``) and ``observe``.
     Raises ValueError on a malformed history; untrusted text never makes it raise."""
     if fmt not in PROMPT_FORMATS:
         raise ValueError(f"unknown prompt format {fmt!r}; expected one of {PROMPT_FORMATS}")
     ctx = _check_context(context)
+    if fmt == FORMAT_V3:
+        if beliefs is not None and any(b is not None for b in beliefs) and history_beliefs:
+            raise ValueError("format v3 shows no past beliefs")
+        return _render_v3(history, ctx)
     t0, meters0, steps = _read(history)
     blf = _check_beliefs(beliefs, len(steps))
     if history_beliefs is None:

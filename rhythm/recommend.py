@@ -76,6 +76,9 @@ class Plan:
     horizon: list[tuple[str, str, str]] = field(default_factory=list)
     wake: datetime | None = None
     bed: datetime | None = None
+    # the current slot's choice before the checks: {"planner": ..., "model": ...} when a
+    # local model was asked (benchmarks/student_real.py compares them); empty otherwise
+    picks: dict[str, str | None] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The plan as plain data for logs, the daemon's state and the demo's JSON."""
@@ -180,8 +183,9 @@ def _aware(epoch_s: float, tz: tzinfo) -> datetime:
     return datetime.fromtimestamp(float(epoch_s), UTC).astimezone(tz)
 
 
-def _calendar(db: Database, day: date, tz: tzinfo) -> list[Any]:
-    """The stored events of the day before, the day and the day after, as the planner sees them."""
+def _calendar(db: Database, day: date, tz: tzinfo, start: date | None = None) -> list[Any]:
+    """The stored events of the day before (or from ``start``), the day and the day after,
+    as the planner sees them."""
     from agent.day import CalendarEvent, is_rhythm_event_id
 
     return [
@@ -190,7 +194,7 @@ def _calendar(db: Database, day: date, tz: tzinfo) -> list[Any]:
             source=e.source, status=e.status, transparency=e.transparency, all_day=e.all_day,
             self_response=e.self_response, rhythm_block=is_rhythm_event_id(e.event_id),
         )
-        for e in inputs.events_between(db, day - timedelta(days=1), day + timedelta(days=2))
+        for e in inputs.events_between(db, start or day - timedelta(days=1), day + timedelta(days=2))
     ]
 
 
@@ -311,11 +315,13 @@ def make_plan(db: Database, settings: Settings, day: date | None = None, now: da
 
     model_name = BAYES_MODEL
     open_now = [b for b in dp.blocks if b.slot == SLOTS[first_slot] and b.kind != "bedtime"]
+    picks: dict[str, str | None] = {}
     if backend == "llm" and open_now:
-        week = [o for o, i in records if date.fromisoformat(i["local_day"]) >= week_start]
-        context = _events_context(dp, day)
-        action, reason = _llm_decision(model_path, week, context, feedback)
+        week = [(o, i) for o, i in records if date.fromisoformat(i["local_day"]) >= week_start]
+        fixed = _week_fixed(db, dp, week_start, day, tz)
+        action, reason = _llm_decision(model_path, week, dp, day, fixed, feedback)
         name = f"llm:{model_path.name}"
+        picks = {"planner": open_now[0].action, "model": None if action is None else ACTIONS[action]}
         if action is None:
             notes.append(f"the local model gave no valid answer; the planner's plan stands ({reason})")
         else:
@@ -351,17 +357,38 @@ def make_plan(db: Database, settings: Settings, day: date | None = None, now: da
     return Plan(day, planned, dp.belief, dp.belief_sd, model_name, observed, len(feedback), notes,
                 timezone=getattr(tz, "key", str(tz)), commitments=commitments,
                 fixed_slots=[s for s in SLOTS if s in dp.fixed], horizon=dp.horizon,
-                wake=dp.frame.wake, bed=dp.frame.bed)
+                wake=dp.frame.wake, bed=dp.frame.bed, picks=picks)
 
 
 def _events_context(dp: Any, day: date) -> list[dict[str, Any]]:
-    """The day's commitments for the model's prompt: their classified action and slot only.
-    A title never reaches the model, so no wording can sway it beyond its class."""
+    """The day's commitments for a v1/v2 model's prompt: their classified action and slot
+    only. A title never reaches the model, so no wording can sway it beyond its class."""
     out = []
     for c in dp.frame.commitments:
         d, s = slot_of(c.start.replace(tzinfo=None))
         if d == day:
             out.append({"title": (c.action or "busy").lower(), "day": day.weekday(), "slot": SLOTS[s]})
+    return out
+
+
+def _week_fixed(db: Database, dp: Any, week_start: date, day: date, tz: tzinfo) -> list[dict[str, Any]]:
+    """The fixed slots of this week up to ``day`` for a v3 prompt (``cal`` lines): each day's
+    slots that commitments hold, with the action the planner gives them (None where no
+    commitment was classified). Earlier days are framed as the planner frames today; the
+    model sees classes and slots only, never a title."""
+    from agent.day.calendar import frame_day
+
+    frames = [dp.frame]
+    if day > week_start:
+        events = _calendar(db, day, tz, start=week_start)
+        habits = dp.frame.habits
+        frames = [frame_day(week_start + timedelta(days=k), tz, events, habits)
+                  for k in range((day - week_start).days)] + frames
+    out = []
+    for frame in frames:
+        for s, action in sorted(frame.fixed.items()):
+            out.append({"day": frame.day.weekday(), "slot": SLOTS[s],
+                        "action": None if s in frame.fixed_unclassified else action})
     return out
 
 
@@ -373,10 +400,10 @@ def _finite(obs: dict[str, Any], *keys: str) -> bool:
 
 
 def _renderable_suffix(week: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The longest tail of the week that the compact prompt can show: every step in it has a
-    known action and finite meters (a slot with no data or no action label breaks the chain;
-    the model then sees the week from after the gap). Empty if the current slot has no
-    meters."""
+    """For v1/v2 models (their prompt has no way to say "unknown"): the longest tail of the
+    week in which every step has a known action and finite meters (a slot with no data or
+    no action label breaks the chain; the model then sees the week from after the gap).
+    Empty if the current slot has no meters. A v3 model sees the whole week (`model_prompt`)."""
     k = len(week) - 1
     while k > 0 and 0 <= int(np.asarray(week[k].get("last_action", -1)).reshape(-1)[0]) < len(ACTIONS) \
             and _finite(week[k], "meters", "anomalies", "last_reward"):
@@ -386,33 +413,61 @@ def _renderable_suffix(week: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return week[k:]
 
 
-def _llm_decision(
-    path: Path, week: list[dict[str, Any]], events: list[dict[str, Any]], feedback: list[dict[str, Any]]
-) -> tuple[int | None, str]:
-    from agent.prompting import (
-        FORMAT_VERSION,
-        OUTPUT_GBNF,
-        PROMPT_FORMATS,
-        parse_output,
-        render_compact,
-    )
-    from agent.runtime import load_model
+def model_prompt(
+    week: list[tuple[dict[str, Any], dict[str, Any]]],
+    fixed: list[dict[str, Any]],
+    answers: list[dict[str, Any]],
+    fmt: str,
+    events: list[dict[str, Any]] | None = None,
+) -> str:
+    """The local model's prompt for the decision after the week's last record.
 
+    ``week``: (observation, info) of this week's slots from Monday, as
+    ``rhythm.derive.observation_records`` gives them. Format v3: the whole week, every
+    meter that was not observed and every slot nobody classified written ``?``
+    (``agent.prompting.observed_view``), the week's fixed slots as ``cal`` lines and this
+    week's answers as ``fb`` lines. Formats v1/v2 cannot say "unknown": the week from after
+    its last gap (``_renderable_suffix``), with ``events`` and the last 8 answers as context.
+    Raises ValueError when there is nothing to render."""
+    from agent.prompting import FORMAT_V3, observed_view, render_compact
+
+    if fmt == FORMAT_V3:
+        if not week:
+            raise ValueError("no slots this week")
+        monday = date.fromisoformat(week[0][1]["local_day"]) - timedelta(days=week[0][0]["day"])
+        history = [observed_view(o, (i.get("previous") or {}).get("observed")) for o, i in week]
+        fb = [
+            {"action": f["action"], "response": f["response"], "day": f["local_day"].weekday(), "slot": f["slot"]}
+            for f in answers if monday <= f["local_day"] < monday + timedelta(days=7)
+        ]
+        return render_compact(history, {"events": fixed, "feedback": fb, "observe": "noisy"}, fmt=fmt)
     fb = [
         {"action": f["action"], "response": "accepted" if f["response"] == "accept" else "ignored",
          "day": f["local_day"].weekday(), "slot": f["slot"]}
-        for f in feedback[-8:]
+        for f in answers[-8:]
     ]
-    history = _renderable_suffix(week)
+    history = _renderable_suffix([o for o, _ in week])
     if not history:
-        return None, "no meters for the current slot"
+        raise ValueError("no meters for the current slot")
+    return render_compact(history, {"events": events or [], "feedback": fb}, [None] * (len(history) - 1), fmt=fmt)
+
+
+def _llm_decision(
+    path: Path,
+    week: list[tuple[dict[str, Any], dict[str, Any]]],
+    dp: Any,
+    day: date,
+    fixed: list[dict[str, Any]],
+    feedback: list[dict[str, Any]],
+) -> tuple[int | None, str]:
+    from agent.prompting import FORMAT_VERSION, OUTPUT_GBNF, PROMPT_FORMATS, parse_output
+    from agent.runtime import load_model
+
     model = load_model(path)
     fmt = getattr(model, "prompt_format", None)
     fmt = fmt if fmt in PROMPT_FORMATS else FORMAT_VERSION
     try:
-        prompt = render_compact(
-            history, {"events": events, "feedback": fb}, [None] * (len(history) - 1), fmt=fmt
-        )
+        prompt = model_prompt(week, fixed, feedback, fmt, events=_events_context(dp, day))
     except ValueError as exc:  # a malformed observation: never a crash, the planner decides
         return None, f"the week could not be rendered: {exc}"
     text = model.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=24)

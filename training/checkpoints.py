@@ -19,7 +19,9 @@ def checkpoint_prompt_format(checkpoint: str | Path) -> str:
     p = Path(checkpoint) / "checkpoint.json"
     desc = json.loads(p.read_text()) if p.exists() else {}
     fmt = desc.get("prompt_format", "rhythm v1")
-    return fmt if fmt in ("rhythm v1", "rhythm v2") else "rhythm v1"
+    from agent.prompting import PROMPT_FORMATS
+
+    return fmt if fmt in PROMPT_FORMATS else "rhythm v1"
 
 
 def load_student(checkpoint: str | Path, adapter: str = ""):

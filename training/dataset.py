@@ -26,6 +26,7 @@ import numpy as np
 
 from agent.prompting import (
     FORMAT_V2,
+    FORMAT_V3,
     FORMAT_VERSION,
     PROMPT_FORMATS,
     format_output,
@@ -43,7 +44,7 @@ from training.common import (
     seed_everything,
 )
 from training.tokens import CORRECTION, EOS, load_tokenizer
-from training.weeks import read_rollouts
+from training.weeks import read_rollouts, shaped
 
 FORMAT = "rhythm-dataset/1"
 #: Spread of a stale belief around the last good one (per dimension, clipped to [0, 1]).
@@ -78,8 +79,63 @@ class Args:
     )
     prompt_format: str = help_field(
         FORMAT_VERSION,
-        "rhythm v1 (past beliefs in the prompt) or rhythm v2 (hidden: the student must infer the "
-        "person from the meters every step; see docs/training.md for what it measured)",
+        "rhythm v1 (past beliefs in the prompt), rhythm v2 (hidden: the student must infer the "
+        "person from the meters every step; see docs/training.md for what it measured) or "
+        "rhythm v3 (the product's shape: unknowns as ?, fixed slots and answers in the stream; "
+        "each answer inserted after its SLOT: and hidden from later tokens)",
+    )
+
+
+#: Where a v3 step line's decision point is: right after ``SLOT:`` at the start of a line.
+_STEP_RE = re.compile(rf"^(?:{'|'.join(spec.SLOTS)}):", re.MULTILINE)
+
+
+def v3_text(rec: dict[str, Any]) -> tuple[str, list[str | None]]:
+    """``(text, answers)`` of a week in format v3: the whole week as the prompts show it
+    (no answers in it: what the person *did* follows each ``SLOT:``) and the teacher's
+    answer line at each step (None where there is no target: a fixed slot)."""
+    from training.realshape import view_from_record
+
+    w = shaped(rec)
+    views = [view_from_record(v) for v in w["views"]]
+    text = render_compact(views, w["context"], fmt=FORMAT_V3)
+    answers = [None if a is None else format_output(a["action"], a["belief"]) for a in w["answers"]]
+    return text, answers
+
+
+def encode_inserted(
+    tok, text: str, answers: list[str | None]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ids, mask, hide)`` of a v3 week: the text's tokens with each answer inserted right
+    after its step's ``SLOT:``, marked as the target (``mask``) and hidden from every later
+    token (``hide`` numbers the answers from 1), so the tokens after it read exactly the
+    prompt of the next step (:func:`training.batches.hidden_belief_layout`)."""
+    enc = tok.encode(text)
+    points = [m.end() for m in _STEP_RE.finditer(text)]
+    if len(points) != len(answers):
+        raise ValueError(f"{len(points)} step lines but {len(answers)} answers")
+    offsets = list(enc.offsets)
+    ids, mask, hide = [tok.token_to_id(EOS)], [0], [0]
+    k = 0
+    for i, tid in enumerate(enc.ids):
+        while k < len(points) and offsets[i][0] >= points[k]:
+            if i == 0 or offsets[i - 1][1] != points[k]:
+                raise ValueError(f"no token boundary after step line {k}'s colon")
+            if answers[k] is not None:
+                a_ids = tok.encode(answers[k]).ids
+                ids += a_ids
+                mask += [1] * len(a_ids)
+                hide += [k + 1] * len(a_ids)
+            k += 1
+        ids.append(tid)
+        mask.append(0)
+        hide.append(0)
+    if k != len(points):
+        raise ValueError("the text ends inside a step line")
+    return (
+        np.array(ids, dtype=np.int32),
+        np.array(mask, dtype=np.uint8),
+        np.array(hide, dtype=np.uint16),
     )
 
 
@@ -92,6 +148,10 @@ def episode_text(
     marks them so that training hides each from the steps after it."""
     if fmt not in PROMPT_FORMATS:
         raise ValueError(f"unknown prompt format {fmt!r}")
+    if fmt == FORMAT_V3:
+        return v3_text(rec)[0]
+    if rec.get("format") != "rhythm-rollouts/1":
+        raise ValueError(f"{rec.get('format')} weeks are for prompt format {FORMAT_V3}")
     shown = rec["student_beliefs"] if is_dagger(rec) else rec["beliefs"]
     beliefs = [None if b is None else tuple(b) for b in shown]
     return render_compact(
@@ -138,6 +198,8 @@ def encode_dagger(
 def encode_record(tok, rec: dict[str, Any], text: str, fmt: str):
     """:func:`encode_episode` for teacher weeks (beliefs hidden only in v2),
     :func:`encode_dagger` for relabelled student weeks."""
+    if fmt == FORMAT_V3:
+        return encode_inserted(tok, text, v3_text(rec)[1])
     if is_dagger(rec):
         answers = [format_output(a, b) for a, b in zip(rec["actions"], rec["beliefs"], strict=True)]
         return encode_dagger(tok, text, answers)
@@ -208,6 +270,19 @@ def next_beliefs(mask: np.ndarray, beliefs: list[Any]) -> np.ndarray:
             out[lo:end] = np.asarray(b, dtype=np.float16)
         lo = end
     return out
+
+
+def _tokenizer_text(rec: dict[str, Any], text: str, fmt: str) -> str:
+    if fmt != FORMAT_V3:
+        return text
+    return text + "\n".join(a for a in v3_text(rec)[1] if a is not None) + "\n"
+
+
+def _targets_beliefs(rec: dict[str, Any], fmt: str) -> list[Any]:
+    """The teacher's belief at each target of a week, in order."""
+    if fmt == FORMAT_V3:
+        return [a["belief"] for a in shaped(rec)["answers"] if a is not None]
+    return rec["beliefs"]
 
 
 def target_spans(text: str) -> list[tuple[int, int]]:
@@ -306,7 +381,9 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     if args.tokenizer:
         tok = load_tokenizer(args.tokenizer)
     else:
-        tok = train_tokenizer([texts[i] for i in train_idx], args.vocab_size)
+        # v3 texts hold no answers (they are inserted as tokens): the tokenizer sees them too
+        tok = train_tokenizer([_tokenizer_text(records[i], texts[i], args.prompt_format) for i in train_idx],
+                              args.vocab_size)
     tok_path = out / "tokenizer.json"
     tok.save(str(tok_path))
     progress("dataset", 2, 3)
@@ -316,12 +393,12 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     ]
     n_stale = 0
     aux = [
-        None if e is None or is_dagger(r) else next_beliefs(e[1], r["beliefs"])
+        None if e is None or is_dagger(r) else next_beliefs(e[1], _targets_beliefs(r, args.prompt_format))
         for r, e in zip(records, encoded, strict=True)
     ]
     if args.stale_fraction > 0:
-        if args.prompt_format == FORMAT_V2:
-            raise ValueError("--stale-fraction applies to v1 data (v2 hides past beliefs already)")
+        if args.prompt_format != FORMAT_VERSION:
+            raise ValueError("--stale-fraction applies to v1 data (v2 and v3 show no past beliefs)")
         srng = np.random.default_rng(args.seed + 1)
         for i in train_idx:
             rec = records[i]
@@ -344,7 +421,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         log(f"dataset: {len(dropped)} DAgger weeks with an invalid student answer left out")
         train_idx = [i for i in train_idx if encoded[i] is not None]
         val_idx = [i for i in val_idx if encoded[i] is not None]
-    with_hide = args.prompt_format == FORMAT_V2 or any(is_dagger(r) for r in records)
+    with_hide = args.prompt_format in (FORMAT_V2, FORMAT_V3) or any(is_dagger(r) for r in records)
     pad = tok.token_to_id(EOS)
     files = []
     for name, idx in (("train", train_idx), ("val", val_idx)):
@@ -368,7 +445,10 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     kept = [i for i, e in enumerate(encoded) if e is not None]
     lengths = np.array([len(encoded[i][0]) for i in kept])
     targets = np.array([int((encoded[i][1] > 0).sum()) for i in kept])
-    spans = np.array([len(target_spans(texts[i])) for i in kept])
+    if args.prompt_format == FORMAT_V3:
+        spans = np.array([int((np.diff(np.r_[0, encoded[i][1] > 0]) == 1).sum()) for i in kept])
+    else:
+        spans = np.array([len(target_spans(texts[i])) for i in kept])
     numbers_single = sum(len(tok.encode(f"{k:02d}").ids) == 1 for k in range(100))
     stats = {
         "format": FORMAT,
@@ -389,7 +469,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         "example": texts[0][:400],
         "seconds": round(time.time() - t0, 1),
     }
-    if stats["answers_per_episode_min"] != spec.EPISODE_STEPS:
+    if args.prompt_format != FORMAT_V3 and stats["answers_per_episode_min"] != spec.EPISODE_STEPS:
         raise ValueError(
             f"an episode text has {stats['answers_per_episode_min']} answers, expected 28"
         )

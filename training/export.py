@@ -87,25 +87,18 @@ def quantize(src: Path, dst: Path, kind: str, threads: int = 2) -> Path:
 def parity_prompts(
     val_path: Path, episodes: int, steps: list[int], fmt: str = "rhythm v1"
 ) -> list[dict[str, Any]]:
-    from agent.prompting import render_compact
-    from simulator import spec
+    from training.weeks import week_prompt
 
     prompts = []
     for k, rec in enumerate(read_rollouts(val_path)):
         if k >= episodes:
             break
+        n = len(rec["answers"]) if "answers" in rec else len(rec["actions"])
         for t in steps:
-            if 0 <= t < spec.EPISODE_STEPS:
-                beliefs = [None if b is None else tuple(b) for b in rec["beliefs"][:t]]
+            if 0 <= t < n:
+                prompt, action = week_prompt(rec, t, fmt)
                 prompts.append(
-                    {
-                        "seed": rec["seed"],
-                        "t": t,
-                        "teacher_action": rec["actions"][t],
-                        "prompt": render_compact(
-                            rec["observations"][: t + 1], None, beliefs, fmt=fmt
-                        ),
-                    }
+                    {"seed": rec["seed"], "t": t, "teacher_action": action, "prompt": prompt}
                 )
     return prompts
 
@@ -178,10 +171,11 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     )
     student = TorchStudent(ck, threads=1)
     torch_answers = [student.complete(p["prompt"]) for p in prompts]
+    labelled = [(a, p) for a, p in zip(torch_answers, prompts, strict=True) if p["teacher_action"] is not None]
     teacher_agree = sum(
         a.split(" ", 1)[0] == __import__("simulator").spec.ACTIONS[p["teacher_action"]]
-        for a, p in zip(torch_answers, prompts, strict=True)
-    ) / max(1, len(prompts))
+        for a, p in labelled
+    ) / max(1, len(labelled))
     results = {
         kind: check_parity(torch_answers, path, prompts, args.n_ctx) for kind, path in files.items()
     }

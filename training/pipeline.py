@@ -1,6 +1,6 @@
 """The whole distillation pipeline, stage after stage, under a budget preset.
 
-    python -m training.pipeline --budget smoke --out runs/smoke      # every stage, ~2 min (CI)
+    python -m training.pipeline --budget smoke --out runs/smoke      # every stage, ~1 min (CI)
     python -m training.pipeline --budget full --out runs/full --results-md docs/results.md --ship
 
 Stages (one script each, all in training/): rollouts (Bayesian teacher) -> dataset and
@@ -34,9 +34,70 @@ from training.common import (
     parse_args,
 )
 
-#: Budget presets: overrides per stage (see each script's Args for the meaning).
+V3 = "rhythm v3"
+#: Budget presets: overrides per stage (see each script's Args for the meaning). ``smoke``,
+#: ``medium`` and ``full`` train the v3 student on weeks shaped like the product's (one SFT
+#: stage from scratch with a prefix curriculum; v3 shows no past beliefs, so there is
+#: nothing to blind or copy); the ``-v1`` presets are the earlier recipe (v1 prompt, stale
+#: stretches, DAgger in smoke, the reading stage).
 BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
+        "rollouts": {"episodes": 6, "workers": 1, "shaped": True, "product_share": 0.5},
+        "dataset": {"vocab_size": 512, "val_fraction": 0.34, "prompt_format": V3},
+        "sft": {
+            "layers": 2,
+            "hidden": 64,
+            "ffn": 128,
+            "heads": 2,
+            "kv_heads": 2,
+            "batch_size": 2,
+            "steps": 8,
+            "warmup": 2,
+            "eval_every": 4,
+            "minutes": 2.0,
+            "bf16": False,
+            "curriculum": [4, 28],
+        },
+        "person_rollouts": {"episodes": 2, "workers": 1, "profile": "seed:4242"},
+        "refine": {"steps": 2, "batch_size": 1, "person": "seed:4242", "eval_episodes": 0},
+        "export": {
+            "quants": ["f16", "q8_0", "q4_0"],
+            "parity_episodes": 1,
+            "parity_steps": [0, 13, 27],
+        },
+        "evaluate": {"episodes": 1, "students": ["pytorch", "q8_0", "q4_0"]},
+    },
+    "medium": {
+        "rollouts": {"episodes": 2000, "workers": 2, "shaped": True, "product_share": 0.6},
+        "dataset": {"vocab_size": 1024, "prompt_format": V3},
+        "sft": {
+            "minutes": 45.0,
+            "steps": 100_000,
+            "warmup": 80,
+            "eval_every": 300,
+            "curriculum": [4, 10, 28, 28],
+        },
+        "person_rollouts": {"episodes": 12, "workers": 2, "profile": "seed:4242"},
+        "refine": {"steps": 20, "minutes": 4.0, "person": "seed:4242", "eval_episodes": 5},
+        "export": {"quants": ["f16", "q8_0", "q4_k_m"], "parity_episodes": 8},
+        "evaluate": {"episodes": 0, "students": ["pytorch", "q8_0", "q4_k_m"]},
+    },
+    "full": {
+        "rollouts": {"episodes": 4000, "workers": 2, "shaped": True, "product_share": 0.6},
+        "dataset": {"vocab_size": 1024, "prompt_format": V3},
+        "sft": {
+            "minutes": 85.0,
+            "steps": 100_000,
+            "warmup": 100,
+            "eval_every": 300,
+            "curriculum": [4, 10, 28, 28, 28, 28],
+        },
+        "person_rollouts": {"episodes": 20, "workers": 2, "profile": "seed:4242"},
+        "refine": {"steps": 30, "minutes": 5.0, "person": "seed:4242", "eval_episodes": 5},
+        "export": {"quants": ["f16", "q8_0", "q4_k_m"], "parity_episodes": 16},
+        "evaluate": {"episodes": 0, "students": ["pytorch", "q8_0", "q4_k_m"]},
+    },
+    "smoke-v1": {
         "rollouts": {"episodes": 6, "workers": 1},
         "dataset": {"vocab_size": 512, "val_fraction": 0.34, "stale_fraction": 0.5},
         "sft": {
@@ -84,7 +145,7 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "evaluate": {"episodes": 1, "students": ["pytorch", "q8_0", "q4_0"]},
     },
-    "medium": {
+    "medium-v1": {
         "rollouts": {"episodes": 1600, "workers": 2},
         "dataset": {"vocab_size": 1024, "stale_fraction": 0.5},
         "sft": {"minutes": 45.0, "steps": 2000, "warmup": 60, "correction_weight": 3.0},
@@ -103,7 +164,7 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
         "export": {"quants": ["f16", "q8_0", "q4_k_m"], "parity_episodes": 8},
         "evaluate": {"episodes": 0, "students": ["pytorch", "q8_0", "q4_k_m"]},
     },
-    "full": {
+    "full-v1": {
         "rollouts": {"episodes": 3000, "workers": 2},
         "dataset": {"vocab_size": 1024, "stale_fraction": 0.5},
         "sft": {"minutes": 55.0, "steps": 2500, "warmup": 80, "correction_weight": 3.0},
@@ -142,7 +203,9 @@ STAGES = (
 class Args:
     """The whole pipeline."""
 
-    budget: str = help_field("smoke", "budget preset: smoke, medium or full")
+    budget: str = help_field(
+        "smoke", "budget preset: smoke, medium or full (v3); smoke-v1, medium-v1 or full-v1"
+    )
     out: str = help_field("runs/smoke", "output root (one folder per stage)")
     results_md: str = help_field(
         "", "markdown report path (e.g. docs/results.md); empty = <out>/eval/results.md"
@@ -160,7 +223,7 @@ class Args:
 def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     if args.budget not in BUDGETS:
         raise ValueError(f"unknown budget {args.budget!r}; expected one of {', '.join(BUDGETS)}")
-    if args.ship and args.budget == "smoke":
+    if args.ship and args.budget.startswith("smoke"):
         raise ValueError("a smoke-budget model is never shipped")
     b = BUDGETS[args.budget]
     root = Path(args.out)
@@ -283,6 +346,7 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
                 "out": str(person / "dataset"),
                 "tokenizer": str(ck / "tokenizer.json"),
                 "val_fraction": 0.25,
+                "prompt_format": prompt_format_of(root / "dataset"),
             },
         ),
     )
@@ -403,6 +467,25 @@ def _note(root: Path, budget: str) -> str:
     )
 
 
+def _data_summary(root: Path, ck: dict[str, Any]) -> str:
+    weeks = ck["data_stats"]["episodes"] if ck.get("data_stats") else "?"
+    common = "in-distribution simulator profiles (seeds from 1,000,000; evaluation seeds are disjoint)"
+    try:
+        roll = json.loads((root / "rollouts" / "args.json").read_text())
+    except (OSError, ValueError):
+        roll = {}
+    if not roll.get("shaped"):
+        return f"{weeks} weeks of the Bayesian teacher (`bayes`) on {common}"
+    share = roll.get("product_share", 0)
+    return (
+        f"{weeks} weeks on {common}: {1 - share:.0%} the simulator protocol's clean weeks "
+        f"(the Bayesian teacher plays), {share:.0%} shaped like the product's (readings with "
+        "noise sd 0.08, 30-60% of slots without readings, most actions unknown, meters stuck, the "
+        "person following the advice or not; the teacher fed as `rhythm recommend` feeds it); "
+        f"calendars in {roll.get('calendar_share', 0):.0%} (`training/realshape.py`)"
+    )
+
+
 def ship(root: Path, dest: Path, args: Args) -> Path:
     """Copy ``student-q8_0.gguf`` into ``dest`` with a generated ``MODEL_CARD.md``."""
     src = root / "export" / "student-q8_0.gguf"
@@ -425,8 +508,7 @@ def ship(root: Path, dest: Path, args: Args) -> Path:
         f"- File: `student-q8_0.gguf`, {src.stat().st_size / 1e6:.2f} MB, llama.cpp (llama-cpp-python), decoded under `agent.prompting.OUTPUT_GBNF`: greedy action, each belief number the median of the model's distribution",
         f"- Prompt: `agent.prompting.render_compact` (format `{checkpoint_prompt_format(final_checkpoint(root))}`, stored in the GGUF as "
         "`rhythm.prompt_format`), the whole week in context; answer `ACTION b=S,M,W`",
-        f"- Data: {ck['data_stats']['episodes'] if ck.get('data_stats') else '?'} weeks of the Bayesian teacher (`bayes`) on "
-        "in-distribution simulator profiles (seeds from 1,000,000; evaluation seeds are disjoint)",
+        f"- Data: {_data_summary(root, ck)}",
         f"- Training: {_training_summary(root)}; final val loss {ck['metrics'].get('val_loss', float('nan')):.3f}",
         f"- Command: `rhythm train all --budget {args.budget}` (or `python -m training.pipeline --budget {args.budget}`)",
         f"- Commit: `{ck['git'].get('commit')}`{' (dirty tree)' if ck['git'].get('dirty') else ''}",

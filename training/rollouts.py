@@ -5,9 +5,11 @@ in-distribution profiles. Every line of ``rollouts.jsonl`` is one episode (forma
 ``rhythm-rollouts/1``, training/weeks.py): seed, condition, teacher, the 29 observations
 (reset + one per step, the keys the compact prompt needs), the teacher's 28 actions and
 beliefs, the true belief, the profile and the grade. Training seeds start at 1,000,000, far from the evaluation
-protocol's (0-99, 10000-10049).
+protocol's (0-99, 10000-10049). ``--shaped`` writes weeks shaped like the product's instead
+(``rhythm-rollouts/2``, training/realshape.py): the data of prompt format v3.
 
     python -m training.rollouts --out runs/manual/rollouts --episodes 2000 --workers 2
+    python -m training.rollouts --shaped --product-share 0.6 --out runs/v3/rollouts --episodes 4000
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from training.common import (
 )
 from training.weeks import (
     FORMAT,
+    SHAPED_FORMAT,
     observation_record,
     resolve_profile,
     teacher_policy,
@@ -56,6 +59,14 @@ class Args:
         "fixed person for every episode: a named profile, or 'seed:N' (per-person data); empty = fresh profile per episode",
     )
     teacher: str = help_field("bayes", "registered policy that plays (bayes, heuristic, ...)")
+    shaped: bool = help_field(
+        False,
+        "write weeks shaped like the product's (rhythm-rollouts/2, training/realshape.py): a "
+        "share real-shaped (noisy readings with gaps, unknown actions, the person following "
+        "or not, the teacher fed as rhythm recommend feeds it), the rest clean; calendars in some",
+    )
+    product_share: float = help_field(0.6, "share of real-shaped weeks (--shaped)")
+    calendar_share: float = help_field(0.5, "share of weeks with a calendar (--shaped)")
     workers: int = help_field(2, "worker processes")
     seed: int = help_field(0, "global seed (the episodes are seeded by their own seeds)")
 
@@ -97,6 +108,24 @@ def play_episode(
     }
 
 
+def shaped_week(seed: int, teacher: str, condition: str, product_share: float, calendar_share: float) -> dict[str, Any]:
+    """One week of ``--shaped`` data: its shape drawn from the seed, then played and labelled."""
+    from training.realshape import SHAPE_STREAM, clean_week, draw_shape, product_week
+
+    shape = draw_shape(np.random.default_rng([int(seed), SHAPE_STREAM, 0]), product_share, calendar_share)
+    if shape.kind == "clean":
+        return clean_week(seed, condition, shape, teacher)
+    return product_week(seed, condition, shape)
+
+
+def _shaped_worker(job: tuple[list[int], str, str, float, float]) -> list[str]:
+    seeds, teacher, condition, product_share, calendar_share = job
+    return [
+        json.dumps(shaped_week(s, teacher, condition, product_share, calendar_share), separators=(",", ":"))
+        for s in seeds
+    ]
+
+
 def _worker(job: tuple[list[int], str, str, str]) -> list[str]:
     from simulator.env import RhythmEnv
 
@@ -116,22 +145,28 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     path = out / "rollouts.jsonl"
     seeds = list(range(args.seed_start, args.seed_start + args.episodes))
     chunk = max(1, min(50, len(seeds) // max(1, args.workers * 4) or 1))
-    jobs = [
-        (seeds[i : i + chunk], args.teacher, args.condition, args.profile)
-        for i in range(0, len(seeds), chunk)
-    ]
+    if args.shaped:
+        if args.profile:
+            raise ValueError("--shaped draws a person per week; --profile is for teacher weeks")
+        worker, jobs = _shaped_worker, [
+            (seeds[i : i + chunk], args.teacher, args.condition, args.product_share, args.calendar_share)
+            for i in range(0, len(seeds), chunk)
+        ]
+    else:
+        worker, jobs = _worker, [
+            (seeds[i : i + chunk], args.teacher, args.condition, args.profile)
+            for i in range(0, len(seeds), chunk)
+        ]
     t0 = time.time()
-    done = 0
-    scores, maes = [], []
     done, scores, maes = write_weeks(
-        path, _worker, jobs, args.workers, "grade", lambda n: progress("rollouts", n, len(seeds))
+        path, worker, jobs, args.workers, "grade", lambda n: progress("rollouts", n, len(seeds))
     )
     summary = {
         "episodes": done,
         "seconds": round(time.time() - t0, 1),
         "teacher_final_score": float(np.mean(scores)),
         "teacher_belief_mae": float(np.mean(maes)) if maes else None,
-        "format": FORMAT,
+        "format": SHAPED_FORMAT if args.shaped else FORMAT,
     }
     finish_output(out, summary, [path])
     log(

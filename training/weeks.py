@@ -19,6 +19,11 @@ from typing import Any
 import numpy as np
 
 FORMAT = "rhythm-rollouts/1"
+#: Weeks shaped like the product's (training/realshape.py): the prompt's view of every
+#: observation (NaN as null, unknown actions), the week's context and the teacher's answer
+#: at every step that has one.
+SHAPED_FORMAT = "rhythm-rollouts/2"
+FORMATS = (FORMAT, SHAPED_FORMAT)
 #: Observation keys kept per step (what agent.prompting.render_compact reads, plus deltas).
 OBS_KEYS = (
     "t",
@@ -108,8 +113,42 @@ def read_rollouts(path: str | Path) -> Iterator[dict[str, Any]]:
     with open(path) as f:
         for i, line in enumerate(f):
             rec = json.loads(line)
-            if rec.get("format") != FORMAT:
+            if rec.get("format") not in FORMATS:
                 raise ValueError(
-                    f"{path}:{i + 1}: expected format {FORMAT}, got {rec.get('format')!r}"
+                    f"{path}:{i + 1}: expected format {' or '.join(FORMATS)}, got {rec.get('format')!r}"
                 )
             yield rec
+
+
+def shaped(rec: dict[str, Any]) -> dict[str, Any]:
+    """A week in the ``rhythm-rollouts/2`` layout: shaped weeks as they are, a teacher week
+    of ``rhythm-rollouts/1`` as a clean one (every observation known, every step a target)."""
+    if rec.get("format") == SHAPED_FORMAT:
+        return rec
+    if "student_actions" in rec:
+        raise ValueError("DAgger weeks have no v3 layout")
+    return {
+        **rec,
+        "format": SHAPED_FORMAT,
+        "views": rec["observations"],
+        "context": {"events": [], "feedback": [], "observe": "clean"},
+        "answers": [
+            {"action": int(a), "belief": b} for a, b in zip(rec["actions"], rec["beliefs"], strict=True)
+        ],
+    }
+
+
+def week_prompt(rec: dict[str, Any], k: int, fmt: str) -> tuple[str, int | None]:
+    """The prompt for the ``k``-th decision of a week record (0 = its first step) in format
+    ``fmt``, and the teacher's action there (None: no target, a fixed slot)."""
+    from agent.prompting import FORMAT_V3, render_compact
+
+    if fmt == FORMAT_V3:
+        from training.realshape import view_from_record
+
+        w = shaped(rec)
+        views = [view_from_record(v) for v in w["views"][: k + 1]]
+        ans = w["answers"][k]
+        return render_compact(views, w["context"], fmt=fmt), None if ans is None else int(ans["action"])
+    beliefs = [None if b is None else tuple(b) for b in rec["beliefs"][:k]]
+    return render_compact(rec["observations"][: k + 1], None, beliefs, fmt=fmt), int(rec["actions"][k])

@@ -269,3 +269,74 @@ def test_answers_move_the_morning_trait_through_the_answer_model(rhythm_home):
     after = recommend(settings, day=DAY, now=_now(DAY, 8))
     assert after.feedback_used == 8
     assert after.belief[1] < before - 0.05, (before, after.belief)
+
+
+def _week_with_gaps(settings):
+    """The fixture person's week, with Monday afternoon unread and unclassified, an offsite
+    filling Monday afternoon and an answer to Tuesday evening's recommendation."""
+    monday = DAY - timedelta(days=DAY.weekday())
+    with open_db(settings.database) as db:
+        db.con.execute("UPDATE meters SET vitality = NULL, cognition = NULL, progress = NULL, serenity = NULL, "
+                       "connection = NULL WHERE local_day = ? AND slot = 'afternoon'", [monday])
+        db.con.execute("DELETE FROM slot_actions WHERE local_day = ? AND slot = 'afternoon'", [monday])
+        db.con.execute(
+            "INSERT INTO events (source, calendar_id, event_id, start_ts, end_ts, all_day, local_day, title, action) "
+            "VALUES ('calendar', 'c', 'off', ?, ?, false, ?, 'Offsite: quarterly planning workshop', 'ADMIN_WORK')",
+            [datetime(2024, 5, 6, 12, tzinfo=UTC), datetime(2024, 5, 6, 18, tzinfo=UTC), monday],
+        )
+        rec = db.con.execute("INSERT INTO recommendations (created_at, local_day, slot, action, model) "
+                             "VALUES (now(), ?, 'evening', 'SOCIALIZE', 'test') RETURNING id",
+                             [monday + timedelta(days=1)]).fetchone()[0]
+    record_feedback(settings, rec, "ignore")
+    return monday
+
+
+def test_a_v3_model_sees_the_whole_week_with_its_gaps(settings):
+    """The v3 prompt starts on Monday whatever is missing: an unread slot's meters and an
+    unclassified slot's action are ?, the week's fixed slots are cal lines (classes, never
+    titles), this week's answers fb lines; a v1 model sees only the week after its last gap."""
+    from types import SimpleNamespace
+    from zoneinfo import ZoneInfo
+
+    from agent.day.calendar import frame_day, sleep_habits
+    from rhythm.derive import observation_records
+    from rhythm.recommend import _calendar, _week_fixed, model_prompt
+    from storage import plans
+
+    monday = _week_with_gaps(settings)
+    tz = ZoneInfo("UTC")
+    with open_db(settings.database) as db:
+        records = [(o, i) for o, i in observation_records(db, monday, DAY, tz=tz)
+                   if (date.fromisoformat(i["local_day"]), SLOTS.index(i["slot_name"])) <= (DAY, 0)]
+        today = frame_day(DAY, tz, _calendar(db, DAY, tz), sleep_habits([], tz))
+        fixed = _week_fixed(db, SimpleNamespace(frame=today), monday, DAY, tz)
+        answers = plans.answers(db)
+    assert {"day": 0, "slot": "afternoon", "action": "ADMIN_WORK"} in fixed
+    prompt = model_prompt(records, fixed, answers, "rhythm v3")
+    lines = prompt.split("\n")
+    assert lines[:4] == ["rhythm v3", "obs noisy", "day 0", "cal afternoon ADMIN_WORK"]
+    assert "afternoon: ? ? m ? ? ? ? ? x ? ? ? ? ?" in lines  # Monday afternoon: nothing known
+    assert lines[lines.index("day 1") + 3].startswith("evening:FAMILY_TIME") and "fb SOCIALIZE ignored" in lines
+    assert lines[-2:] == ["day 2", "morning:"] and "Offsite" not in prompt
+    assert sum(line.split(":")[0] in SLOTS for line in lines) == 9  # 8 steps and the current slot
+    old = model_prompt(records, fixed, answers, "rhythm v1")
+    steps = [line for line in old.split("\n") if line.split(":")[0] in SLOTS]
+    assert old.startswith("rhythm v1\n") and steps[0].startswith("evening:") and len(steps) == 7  # after the gap
+    assert old.endswith("\nday 2\nmorning:") and "fb d1 evening SOCIALIZE ignored" in old
+
+
+@pytest.mark.ml
+@needs_llama_cpp
+def test_a_v3_gguf_picks_the_current_slot_from_the_whole_week(settings, tmp_path):
+    """A v3 model (its GGUF says so) answers inside the grammar on the product's week, and
+    the plan records what it and the planner chose."""
+    from dataclasses import replace
+
+    from tests.agent.gguf_fixture import build_tiny_gguf
+
+    path, _ = build_tiny_gguf(tmp_path / "tiny-v3.gguf", metadata={"rhythm.prompt_format": "rhythm v3"})
+    _week_with_gaps(settings)
+    plan = recommend(replace(settings, model_path=path, agent_backend="llm"), day=DAY, now=_now(DAY, 8))
+    assert not any("no valid answer" in n or "could not be rendered" in n for n in plan.notes)
+    assert plan.picks["model"] in ACTIONS and plan.picks["planner"] in ACTIONS
+    assert plan.slots[0].model == f"llm:{path.name}" or any(path.name in n for n in plan.notes)

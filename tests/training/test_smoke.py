@@ -191,13 +191,58 @@ def test_smoke_models_are_never_shipped(tmp_path):
 @pytest.mark.slow
 @pytest.mark.ml
 @needs_ml
-def test_every_stage_on_the_smoke_budget(tmp_path, capsys):
+def test_every_stage_on_the_smoke_budget(tmp_path):
+    """The default recipe (v3): weeks shaped like the product's -> v3 dataset -> SFT with a
+    prefix curriculum -> LoRA -> GGUF files that say they read v3 -> evaluation."""
+    from agent.runtime import LlamaCppModel
+    from training import pipeline
+
+    out = tmp_path / "smoke"
+    seen: set[str] = set()
+    summary = pipeline.main(pipeline.Args(budget="smoke", out=str(out)), lambda s, d, t: seen.add(s))
+    assert {"rollouts", "dataset", "sft", "refine", "export", "evaluate"} <= seen
+    assert not {"dagger", "read", "probe"} & seen
+
+    # 1. shaped weeks: clean ones and real-shaped ones, each with the teacher's answers
+    recs = [json.loads(x) for x in (out / "rollouts" / "rollouts.jsonl").read_text().splitlines()]
+    assert len(recs) == 6 and {r["format"] for r in recs} == {"rhythm-rollouts/2"}
+    assert {r["shape"]["kind"] for r in recs} == {"clean", "product"}
+    assert all(any(a is not None for a in r["answers"]) for r in recs)
+
+    # 2. the v3 dataset: answers inserted and hidden (hide numbers them), fixed slots unlabelled
+    stats = json.loads((out / "dataset" / "stats.json").read_text())
+    assert stats["prompt_format"] == "rhythm v3" and stats["answers_per_episode_min"] >= 1
+    with np.load(out / "dataset" / "train.npz") as z:
+        assert "hide" in z.files and ((z["mask"] > 0) == (z["hide"] > 0)).all()
+
+    # 3. SFT from scratch with the curriculum; the checkpoint reads v3
+    ck = json.loads((out / "sft" / "checkpoint" / "checkpoint.json").read_text())
+    assert ck["prompt_format"] == "rhythm v3" and ck["args"]["curriculum"] == [4, 28]
+    assert pipeline.final_checkpoint(out) == out / "sft" / "checkpoint"
+
+    # 4-5. the LoRA on one person's weeks (in v3), and GGUF files that say they read v3
+    pstats = json.loads((out / "person" / "dataset" / "stats.json").read_text())
+    assert pstats["prompt_format"] == "rhythm v3"
+    assert (out / "person" / "lora" / "adapter" / "adapter_model.safetensors").exists()
+    parity = json.loads((out / "export" / "parity.json").read_text())
+    assert parity["files"]["f32"]["action_agreement"] == 1.0
+    assert LlamaCppModel(out / "export" / "student-q8_0.gguf").prompt_format == "rhythm v3"
+
+    # 6. the three-condition table with the v3 students
+    assert all(set(r) == set(spec.CONDITIONS) for r in summary["results"].values())
+    assert "| student q8_0 |" in (out / "eval" / "results.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.ml
+@needs_ml
+def test_every_stage_of_the_v1_recipe_on_its_smoke_budget(tmp_path, capsys):
     from training import pipeline
 
     out = tmp_path / "smoke"
     seen: set[str] = set()
     summary = pipeline.main(
-        pipeline.Args(budget="smoke", out=str(out)), lambda s, d, t: seen.add(s)
+        pipeline.Args(budget="smoke-v1", out=str(out)), lambda s, d, t: seen.add(s)
     )
     assert {"rollouts", "dataset", "sft", "dagger", "probe", "refine", "export"} <= seen
     assert "evaluate" in seen

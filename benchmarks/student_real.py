@@ -1,0 +1,386 @@
+"""The student on real-shaped streams: does it choose what the Bayesian agent would?
+
+    .venv/bin/python benchmarks/student_real.py --models shipped=rhythm/models/student-q8_0.gguf \\
+        new=runs/x/export/student-q8_0.gguf --json runs/x/real.json --md runs/x/real.md
+
+Streams (built in throw-away homes through the product's own path: import or the storage
+writer, ``rhythm map``):
+
+- the sample people: Apple Health + calendar, WHOOP + calendar (``rhythm/data/sample``);
+- generated histories: the busy week of ``tests/rhythm/busy_week.py``, the watch-and-calendar
+  person of ``tests/mapping/people.py`` (whole, and with missing days and a calendar pause),
+  and seeded people of this script (bed and wake times, nights, HRV, steps, workouts and a
+  calendar drawn per person, days without the watch).
+
+Decisions: every morning, afternoon and evening of the last ``--days`` days of each stream
+at which ``rhythm recommend`` asks the local model (the slot is open: not fixed by
+commitments; the night is a bedtime and never asked). For each:
+
+- **teacher**: the Bayesian agent fed what ``rhythm recommend`` feeds its belief (this week
+  and the two before it, unobserved meters masked, rewards NaN where unobserved), planning
+  the rest of the week afresh (``training.realshape.StreamTeacher``, the teacher of the
+  student's product-shaped training weeks);
+- **planner**: the day planner's choice for the slot before the model is asked;
+- **each model**: its raw pick through ``rhythm.recommend.make_plan`` (the product's prompt
+  for the model's format: v3 the whole week, v1/v2 the week after its last gap).
+
+Reported: agreement with the teacher (and with the planner), per stream and overall, and the
+action histograms (the goal: agreement >= 0.8 and no action chosen more often than the
+teacher chooses it). ``--sim-weeks N`` adds simulated product-shaped weeks
+(``training.realshape.product_week`` on evaluation seeds): agreement with the teacher's
+label at every free step, v3 models only.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time as _time  # noqa: E402
+from collections import Counter  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from dataclasses import dataclass, replace  # noqa: E402
+from datetime import UTC, date, datetime, time, timedelta  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+from zoneinfo import ZoneInfo  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from common.records import ACTIONS, SLOTS, Event, Sample, SleepSession, Workout  # noqa: E402
+
+SLOT_TIMES = {0: time(8, 30), 1: time(13, 30), 2: time(19, 0)}  # when recommend is run
+
+
+@dataclass
+class Stream:
+    name: str
+    settings: Any
+    last: date  # the last day with data: decisions on the days up to it
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --- streams -----------------------------------------------------------------------------------
+
+
+def _home(root: Path, name: str, tz: str):
+    from rhythm.settings import init_home, load_settings
+
+    s = load_settings(home=root / name, env={}, timezone=tz, agent_backend="bayes")
+    init_home(s)
+    return s
+
+
+def _write(settings, records) -> None:
+    from storage import open_db
+    from storage.writer import write_records
+
+    with open_db(settings.database) as db:
+        write_records(db, list(records))
+
+
+def sample_streams(root: Path) -> Iterator[Stream]:
+    from rhythm import jobs
+    from rhythm.data.make_sample import SAMPLE_TIMEZONE, SAMPLE_TODAY
+    from rhythm.demo import SAMPLE_DIR
+
+    for name, source, file in (
+        ("sample-healthkit", "healthkit", "apple_health_export.zip"),
+        ("sample-whoop", "whoop", "whoop_export.zip"),
+    ):
+        s = _home(root, name, SAMPLE_TIMEZONE)
+        jobs.import_file(s, source, SAMPLE_DIR / file)
+        jobs.import_file(s, "ics", SAMPLE_DIR / "calendar.ics")
+        jobs.map_data(s, now=datetime.combine(SAMPLE_TODAY, time(23), ZoneInfo(SAMPLE_TIMEZONE)))
+        yield Stream(name, s, SAMPLE_TODAY)
+
+
+def test_streams(root: Path) -> Iterator[Stream]:
+    from rhythm import jobs
+    from tests.mapping import people
+    from tests.rhythm import busy_week
+
+    s = _home(root, "busy-week", "Europe/Berlin")
+    _write(s, busy_week.wearable_records())
+    jobs.import_file(s, "ics", busy_week.write_ics(root / "busy-week"))
+    jobs.map_data(s, now=datetime.combine(busy_week.WEDNESDAY, time(23), busy_week.TZ))
+    yield Stream("busy-week", s, busy_week.WEDNESDAY)
+
+    last = people.START + timedelta(days=41)
+    skip = frozenset(people.START + timedelta(days=d) for d in (30, 31, 36))
+    pause = (people.START + timedelta(days=33), people.START + timedelta(days=38))
+    for name, watch, cal in (
+        ("people-watch", people.watch_records(42), people.calendar_records(42)),
+        ("people-gaps", people.watch_records(42, skip), people.calendar_records(42, pause)),
+    ):
+        s = _home(root, name, "Europe/Amsterdam")
+        _write(s, [*watch, *cal])
+        jobs.map_data(s, now=datetime.combine(last, time(23), people.ZONE))
+        yield Stream(name, s, last)
+
+
+TITLES_WORK = ("Team standup", "Sprint planning", "1:1 with Alex", "Focus time", "Quarterly review",
+               "Design review", "Client call", "Lecture: statistics", "Write report")
+TITLES_FREE = ("Dinner with friends", "Gym", "Yoga class", "Call with mom", "Movie night", "Choir",
+               "Family lunch", "Dentist", "Reading club", "Run with Sam")
+
+
+def generated_people(rng: np.random.Generator, n: int, days: int = 35) -> Iterator[tuple[str, date, list[Any], str]]:
+    """``n`` seeded people: (name, last day, records, zone)."""
+    zone = "Europe/Amsterdam"
+    tz = ZoneInfo(zone)
+    for k in range(n):
+        last = date(2025, 6, 1) + timedelta(days=int(rng.integers(0, 60)))
+        first = last - timedelta(days=days - 1)
+        bed = rng.normal(23.0, 0.8)
+        sleep_h = rng.normal(7.2, 0.5)
+        hrv0, rhr0 = rng.normal(50, 12), rng.normal(58, 5)
+        p_off = rng.uniform(0.0, 0.25)  # days without the watch
+        meetings = rng.uniform(0.5, 3.0)
+        evenings = rng.uniform(0.1, 0.5)
+        recs: list[Any] = []
+        for i in range(days):
+            d = first + timedelta(days=i)
+            base = datetime.combine(d, time(0), tz)
+            if rng.random() >= p_off:
+                start = base + timedelta(hours=bed + rng.normal(0, 0.5) - 24)
+                asleep = max(4.0, sleep_h + rng.normal(0, 0.8)) * 60
+                end = start + timedelta(minutes=asleep + 25)
+                off = int(end.utcoffset().total_seconds() // 60)
+                recs.append(SleepSession("whoop", f"g{k}s{i}", start, end, d, sleep_min=asleep,
+                                         in_bed_min=asleep + 25, tz_offset_min=off))
+                wake = end + timedelta(minutes=20)
+                recs.append(Sample("whoop", "hrv_rmssd", wake, wake, max(15.0, hrv0 + rng.normal(0, 8)), "ms", d,
+                                   tz_offset_min=off))
+                recs.append(Sample("whoop", "resting_heart_rate", wake, wake, rhr0 + rng.normal(0, 3), "bpm", d,
+                                   tz_offset_min=off))
+                for h in range(8, 22):
+                    if rng.random() < 0.85:
+                        t0 = base + timedelta(hours=h)
+                        recs.append(Sample("apple", "steps", t0, t0 + timedelta(hours=1),
+                                           float(max(0, rng.normal(450, 300))), "count", d, "watch",
+                                           tz_offset_min=off))
+                if rng.random() < 0.3:
+                    h = float(rng.choice([7.0, 12.5, 18.0]))
+                    recs.append(Workout("whoop", f"g{k}w{i}", base + timedelta(hours=h),
+                                        base + timedelta(hours=h + 0.75), d, "running", duration_min=45,
+                                        tz_offset_min=off))
+            if d.weekday() < 5:
+                for j in range(int(rng.poisson(meetings))):
+                    h0 = float(rng.choice([9.0, 10.0, 11.0, 13.0, 14.0, 15.0, 16.0]))
+                    dur = float(rng.choice([0.5, 1.0, 2.0, 3.0]))
+                    recs.append(Event("calendar", "primary", f"g{k}e{i}-{j}", base + timedelta(hours=h0),
+                                      base + timedelta(hours=h0 + dur), False, d,
+                                      title=str(rng.choice(TITLES_WORK)), timezone=zone))
+            if rng.random() < evenings:
+                h0 = float(rng.choice([18.0, 19.0, 19.5]))
+                recs.append(Event("calendar", "primary", f"g{k}v{i}", base + timedelta(hours=h0),
+                                  base + timedelta(hours=h0 + 2.5), False, d,
+                                  title=str(rng.choice(TITLES_FREE)), timezone=zone))
+        yield f"generated-{k}", last, recs, zone
+
+
+def generated_streams(root: Path, n: int, seed: int = 7) -> Iterator[Stream]:
+    from rhythm import jobs
+
+    for name, last, recs, zone in generated_people(np.random.default_rng(seed), n):
+        s = _home(root, name, zone)
+        _write(s, recs)
+        jobs.map_data(s, now=datetime.combine(last, time(23), ZoneInfo(zone)))
+        yield Stream(name, s, last)
+
+
+# --- decisions ---------------------------------------------------------------------------------
+
+
+def teacher_pick(db, settings, day: date, slot: int) -> str:
+    """The Bayesian agent as ``rhythm recommend`` would feed it, planning afresh."""
+    from rhythm.derive import observation_records
+    from rhythm.recommend import HISTORY_WEEKS, REAL_NOISE_SD
+    from rhythm.settings import user_zone
+    from training.realshape import StreamTeacher, teacher_view
+
+    week_start = day - timedelta(days=day.weekday())
+    records = [
+        (o, i)
+        for o, i in observation_records(db, week_start - timedelta(weeks=HISTORY_WEEKS), day, tz=user_zone(settings))
+        if (date.fromisoformat(i["local_day"]), SLOTS.index(i["slot_name"])) <= (day, slot)
+    ]
+    teacher = StreamTeacher(REAL_NOISE_SD)
+    teacher.reset(0)
+    for o, i in records:
+        teacher.observe(teacher_view(o, i), week=date.fromisoformat(i["local_day"]) >= week_start)
+    current = records[-1][0]
+    a, _ = teacher.decide(current["meters"], int(current["t"]))
+    return ACTIONS[a]
+
+
+def stream_decisions(stream: Stream, days: int, models: dict[str, Path]) -> list[dict[str, Any]]:
+    from rhythm.recommend import make_plan
+    from rhythm.settings import user_zone
+    from storage import open_db
+
+    tz = user_zone(stream.settings)
+    out = []
+    with open_db(stream.settings.database) as db:
+        for k in range(days - 1, -1, -1):
+            day = stream.last - timedelta(days=k)
+            for slot, at in SLOT_TIMES.items():
+                now = datetime.combine(day, at, tz)
+                row: dict[str, Any] = {"stream": stream.name, "day": day.isoformat(), "slot": SLOTS[slot]}
+                asked = True
+                for name, path in models.items():
+                    s = replace(stream.settings, agent_backend="llm", model_path=path)
+                    plan = make_plan(db, s, day, now.astimezone(UTC))
+                    if not plan.picks:
+                        asked = False
+                        break
+                    row["planner"] = plan.picks["planner"]
+                    row[name] = plan.picks["model"]
+                if not asked or not models:
+                    continue
+                row["teacher"] = teacher_pick(db, stream.settings, day, slot)
+                out.append(row)
+    return out
+
+
+# --- simulated product-shaped weeks ------------------------------------------------------------
+
+
+def sim_decisions(weeks: int, models: dict[str, Path], seed0: int = 20_000_000) -> list[dict[str, Any]]:
+    from agent.prompting import FORMAT_V3, OUTPUT_GBNF, parse_output, render_compact
+    from agent.runtime import LlamaCppModel
+    from training.realshape import draw_shape, product_week, view_from_record
+
+    loaded = {n: LlamaCppModel(p, n_ctx=2048, n_threads=1) for n, p in models.items()}
+    v3 = {n: m for n, m in loaded.items() if m.prompt_format == FORMAT_V3}
+    rng = np.random.default_rng(seed0)
+    out = []
+    for w in range(weeks):
+        shape = draw_shape(rng, product_share=1.0)
+        rec = product_week(seed0 + w, "in-dist", shape)
+        views = [view_from_record(v) for v in rec["views"]]
+        for k, ans in enumerate(rec["answers"]):
+            if ans is None:
+                continue
+            row = {"stream": "sim-product", "week": w, "t": shape.start + k, "teacher": ACTIONS[ans["action"]]}
+            prompt = render_compact(views[: k + 1], rec["context"], fmt=FORMAT_V3)
+            for name, m in v3.items():
+                p = parse_output(m.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=24))
+                row[name] = p.action if p.valid else None
+            out.append(row)
+        _progress(f"sim-product: week {w + 1}/{weeks}")
+    for m in loaded.values():
+        m.close()
+    return out
+
+
+# --- report ------------------------------------------------------------------------------------
+
+
+def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
+    teacher = Counter(r["teacher"] for r in rows)
+    out: dict[str, Any] = {"decisions": len(rows), "histogram": {"teacher": dict(teacher)}}
+    refs = ["teacher"] + (["planner"] if any("planner" in r for r in rows) else [])
+    if "planner" in refs:
+        out["histogram"]["planner"] = dict(Counter(r["planner"] for r in rows))
+        out["planner_agrees_with_teacher"] = float(np.mean([r["planner"] == r["teacher"] for r in rows]))
+    for n in names:
+        picks = [r.get(n) for r in rows]
+        if not any(p is not None for p in picks):
+            continue
+        h = Counter(p for p in picks if p is not None)
+        out["histogram"][n] = dict(h)
+        out[n] = {
+            f"agrees_with_{ref}": float(np.mean([r.get(n) == r[ref] for r in rows])) for ref in refs
+        }
+        over = {a: (h.get(a, 0) - teacher.get(a, 0)) / max(1, len(rows)) for a in ACTIONS}
+        worst = max(over, key=lambda a: over[a])
+        out[n]["most_overchosen"] = {"action": worst, "excess_share": over[worst]}
+        out[n]["invalid"] = sum(p is None for p in picks)
+    return out
+
+
+def markdown(report: dict[str, Any], names: list[str]) -> str:
+    lines = [
+        "| stream | decisions | " + " | ".join(f"{n} vs teacher" for n in names)
+        + " | " + " | ".join(f"{n} vs planner" for n in names) + " | planner vs teacher |",
+        "|---|---|" + "---|" * (2 * len(names) + 1),
+    ]
+    for stream, s in report["streams"].items():
+        cells = [f"{s[n]['agrees_with_teacher']:.2f}" if n in s else "-" for n in names]
+        cells += [f"{s[n].get('agrees_with_planner', math.nan):.2f}" if n in s else "-" for n in names]
+        pvt = s.get("planner_agrees_with_teacher")
+        lines.append(f"| {stream} | {s['decisions']} | " + " | ".join(cells)
+                     + f" | {'-' if pvt is None else f'{pvt:.2f}'} |")
+    for group in ("real-shaped (all)", "sim-product"):
+        if group not in report:
+            continue
+        s = report[group]
+        lines += ["", f"**{group}**: {s['decisions']} decisions", "",
+                  "| who | " + " | ".join(a for a in ACTIONS) + " | agreement with the teacher |",
+                  "|---|" + "---|" * (len(ACTIONS) + 1)]
+        for who, h in s["histogram"].items():
+            agree = "1.00" if who == "teacher" else (
+                f"{s['planner_agrees_with_teacher']:.2f}" if who == "planner" else f"{s[who]['agrees_with_teacher']:.2f}")
+            lines.append(f"| {who} | " + " | ".join(str(h.get(a, 0)) for a in ACTIONS) + f" | {agree} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", nargs="+", default=[f"shipped={ROOT / 'rhythm/models/student-q8_0.gguf'}"],
+                    help="models as name=path.gguf")
+    ap.add_argument("--days", type=int, default=14, help="days per stream (the last ones)")
+    ap.add_argument("--generated", type=int, default=4, help="seeded generated people")
+    ap.add_argument("--sim-weeks", type=int, default=0, help="simulated product-shaped weeks (v3 models)")
+    ap.add_argument("--streams", nargs="*", default=None, help="only these streams (names)")
+    ap.add_argument("--json", default="", help="write the report here")
+    ap.add_argument("--md", default="", help="write the markdown tables here")
+    args = ap.parse_args()
+    models = {n: Path(p) for n, p in (m.split("=", 1) for m in args.models)}
+    names = list(models)
+    t0 = _time.time()
+    rows: list[dict[str, Any]] = []
+    report: dict[str, Any] = {"models": {n: str(p) for n, p in models.items()}, "days": args.days, "streams": {}}
+    with tempfile.TemporaryDirectory(prefix="student-real-") as tmp:
+        root = Path(tmp)
+        builders = [sample_streams(root), test_streams(root), generated_streams(root, args.generated)]
+        for builder in builders:
+            for stream in builder:
+                if args.streams and stream.name not in args.streams:
+                    continue
+                got = stream_decisions(stream, args.days, models)
+                rows += got
+                report["streams"][stream.name] = summarize(got, names)
+                _progress(f"{stream.name}: {len(got)} decisions ({_time.time() - t0:.0f} s)")
+    report["real-shaped (all)"] = summarize(rows, names)
+    if args.sim_weeks:
+        sim = sim_decisions(args.sim_weeks, models)
+        report["sim-product"] = summarize(sim, names)
+        report["sim_rows"] = sim
+    report["rows"] = rows
+    report["seconds"] = round(_time.time() - t0, 1)
+    md = markdown(report, names)
+    print(md)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1, default=str) + "\n")
+    if args.md:
+        Path(args.md).write_text(md)
+
+
+if __name__ == "__main__":
+    main()
