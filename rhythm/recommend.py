@@ -38,6 +38,7 @@ from storage.db import Database
 REAL_NOISE_SD = 0.08
 HISTORY_WEEKS = 2  # earlier weeks fed to the belief before this week's slots
 BUNDLED_MODEL = "student-q8_0.gguf"
+REFINED_MODEL = "student-refined.gguf"
 BAYES_MODEL = "bayes-v1"
 NIGHTS_DAYS = 28
 FACTS_DAYS = 35
@@ -138,14 +139,22 @@ def bundled_model_path() -> Path | None:
     return Path(str(p)) if p.is_file() else None
 
 
+def refined_model_path(settings: Settings) -> Path:
+    """Where ``rhythm train refine`` installs the student refined on the person's answers."""
+    return settings.home / "models" / REFINED_MODEL
+
+
 def choose_backend(settings: Settings) -> tuple[str, Path | None]:
-    """("bayes", None) or ("llm", path): settings.agent_backend auto|bayes|llm."""
+    """("bayes", None) or ("llm", path): settings.agent_backend auto|bayes|llm. The model is
+    ``model_path`` if set, else the refined student if ``rhythm train refine`` installed one,
+    else the bundled student."""
     backend = settings.agent_backend
     if backend not in ("auto", "bayes", "llm"):
         raise ConfigError(f"agent_backend must be auto, bayes or llm, not {backend!r}")
     if backend == "bayes":
         return "bayes", None
-    path = settings.model_path or bundled_model_path()
+    refined = refined_model_path(settings)
+    path = settings.model_path or (refined if refined.is_file() else None) or bundled_model_path()
     if path is None:
         if backend == "llm":
             raise ModelError("agent_backend is llm but no model: set model_path to a local GGUF file")
@@ -246,10 +255,43 @@ def _clock(value: str | None, name: str) -> time | None:
         raise ConfigError(f"{name}: expected a time like 07:00, got {value!r}") from None
 
 
+
+def person_belief(
+    records: list[tuple[dict[str, Any], dict[str, Any]]], feedback: list[dict[str, Any]]
+) -> tuple[Any, int]:
+    """The Bayesian belief about the person from their slot ``records`` (oldest first, as
+    ``observation_records`` gives them) and their answers (``storage.plans.answers``), and
+    how many records carried meter data. Shared by the plan and ``rhythm train refine``."""
+    from agent.belief import BeliefState
+
+    # real deltas are noisy; weeks of answers need more importance samples than a simulated
+    # week (min_ess: docs/agent.md section 7). The simulator's noisy-readings filter
+    # (meter_obs_sd) is not used: real meters are scores against the person's usual, not
+    # noisy readings of the simulator's levels (issue 21 decides how the two meet).
+    belief = BeliefState(noise_sd=REAL_NOISE_SD, min_ess=100)
+    observed = 0
+    for obs, info in records:
+        prev = info.get("previous")
+        if prev and any(prev["observed"]):
+            observed += 1
+        belief.update_from_observation(_masked(obs, info))
+    for fb in feedback:
+        if fb["action"] not in ACTIONS:
+            continue
+        a, accepted = ACTIONS.index(fb["action"]), fb["response"] == "accept"
+        m = fb.get("meters_before")
+        if isinstance(m, list) and len(m) == len(METERS) and fb["slot"] in SLOTS:
+            # the answer model (feedback.md): p(accept | who they are, the meters then, slot, action)
+            belief.observe_answer([np.nan if v is None else float(v) for v in m], SLOTS.index(fb["slot"]), a,
+                                  accepted)
+        else:  # an answer to a recommendation stored before its meters were kept
+            belief.observe_feedback(a, accepted)
+    return belief, observed
+
+
 def make_plan(db: Database, settings: Settings, day: date | None = None, now: datetime | None = None) -> Plan:
     """Plan the rest of `day` (default: the current local day) as time blocks and store it
     (inside the caller's transaction: ``rhythm.jobs.recommend``)."""
-    from agent.belief import BeliefState  # heavy imports only when planning
     from agent.day import Answer, DayInputs, DayPlanner, with_model_pick
 
     tz = user_zone(settings)
@@ -269,29 +311,8 @@ def make_plan(db: Database, settings: Settings, day: date | None = None, now: da
     ]
     if not records:
         raise RhythmError(f"no slots to plan for {day}")
-    # real deltas are noisy; weeks of answers need more importance samples than a simulated
-    # week (min_ess: docs/agent.md section 7). The simulator's noisy-readings filter
-    # (meter_obs_sd) is not used: real meters are scores against the person's usual, not
-    # noisy readings of the simulator's levels (issue 21 decides how the two meet).
-    belief = BeliefState(noise_sd=REAL_NOISE_SD, min_ess=100)
-    observed = 0
-    for obs, info in records:
-        prev = info.get("previous")
-        if prev and any(prev["observed"]):
-            observed += 1
-        belief.update_from_observation(_masked(obs, info))
     feedback = plans.answers(db)
-    for fb in feedback:
-        if fb["action"] not in ACTIONS:
-            continue
-        a, accepted = ACTIONS.index(fb["action"]), fb["response"] == "accept"
-        m = fb.get("meters_before")
-        if isinstance(m, list) and len(m) == len(METERS) and fb["slot"] in SLOTS:
-            # the answer model (feedback.md): p(accept | who they are, the meters then, slot, action)
-            belief.observe_answer([np.nan if v is None else float(v) for v in m], SLOTS.index(fb["slot"]), a,
-                                  accepted)
-        else:  # an answer to a recommendation stored before its meters were kept
-            belief.observe_feedback(a, accepted)
+    belief, observed = person_belief(records, feedback)
     if observed == 0:
         notes.append("no meter data yet: the plan rests on the prior (import data, then `rhythm map`)")
 

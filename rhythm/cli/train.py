@@ -148,14 +148,46 @@ def probe_cmd(
 
 @app.command("refine")
 def refine_cmd(
-    checkpoint: str = typer.Option(None, "--checkpoint", help="Base student checkpoint."),
-    data: str = typer.Option(None, "--data", help="One person's dataset."),
-    out: str = typer.Option(None, "--out", help="Output folder."),
+    ctx: typer.Context,
+    checkpoint: str = typer.Option(None, "--checkpoint", help="Stage 4: base student checkpoint."),
+    data: str = typer.Option(None, "--data", help="Stage 4: one person's dataset."),
+    out: str = typer.Option(None, "--out", help="Stage 4: output folder."),
+    base: str = typer.Option(None, "--base", help="From your answers: the GGUF to start from (default the bundled student)."),
+    steps: int = typer.Option(30, "--steps", min=1, help="From your answers: LoRA steps."),
+    reset: bool = typer.Option(False, "--reset", help="Remove your refined student (back to the bundled one)."),
     sets: list[str] = _SET,
     json_out: bool = _JSON,
 ) -> None:
-    """Stage 4: a per-person LoRA adapter (peft)."""
-    _run("refine", sets, json_out, checkpoint=checkpoint, data=data, out=out)
+    """Refine the student on your own answers and install it for `rhythm recommend`.
+
+    With --checkpoint/--data: stage 4 of the pipeline instead (a LoRA adapter on a simulated
+    person's dataset)."""
+    if checkpoint or data or out or sets:
+        _run("refine", sets, json_out, checkpoint=checkpoint, data=data, out=out)
+        return
+    from rhythm import refine as personal
+    from rhythm.cli._common import get_settings
+    from rhythm.jobs import recorded, session
+
+    settings = get_settings(ctx)
+    if reset:
+        found = personal.reset(settings)
+        console.print("refined student removed" if found else "no refined student installed")
+        return
+    with session(settings, "rhythm train refine") as db:
+        with _progress() as update:
+            report = personal.refine(db, settings, base=base, steps=steps, progress=update)
+        with recorded(db, "refine", None, report["model"]) as run:
+            run.summary = {k: report[k] for k in ("answers", "examples", "targets_changed", "steps")}
+    if json_out:
+        print_json(report)
+        return
+    console.print(
+        f"refined on {report['examples']} of your answers ({report['targets_changed']} with a different target), "
+        f"{report['steps']} steps in {report['seconds']:.0f} s; answer loss {report['answer_loss_before']:.3f} -> "
+        f"{report['answer_loss_after']:.3f}"
+    )
+    console.print(f"installed {report['model']}: `rhythm recommend` uses it (`rhythm train refine --reset` to undo)")
 
 
 @app.command("export")

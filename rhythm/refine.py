@@ -1,0 +1,196 @@
+"""`rhythm train refine`: the local student refined on the person's own answers.
+
+Every answered recommendation becomes one training example: the prompt the student would
+have seen at that decision (the week so far, as ``rhythm recommend`` renders it in the
+model's prompt format; calendar classes, never titles) and the answer it should have given,
+with hindsight (:func:`agent.hindsight.answer_targets`: the belief has read every meter and
+every answer; an accepted recommendation keeps its action, an ignored one gets the action
+with the best expected value for this person). :func:`training.answers.refine_gguf` trains
+LoRA on them from the base GGUF (the bundled student unless ``--base``), and the result is
+installed at ``RHYTHM_HOME/models/student-refined.gguf`` (0600), which ``rhythm recommend``
+then uses (``choose_backend``). ``--reset`` removes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from common.errors import ModelError, RhythmError
+from common.records import ACTIONS, METERS, SLOTS
+from rhythm.derive import observation_records
+from rhythm.recommend import (
+    HISTORY_WEEKS,
+    _calendar,
+    _nights,
+    bundled_model_path,
+    model_prompt,
+    person_belief,
+    refined_model_path,
+)
+from rhythm.settings import Settings, user_zone
+from storage import plans
+from storage.db import Database
+
+#: Fewer answers than this teach the student nothing it can keep.
+MIN_ANSWERS = 4
+
+
+@dataclass
+class RefineData:
+    examples: list[Any]
+    answers: int
+    skipped: int
+    changed: int
+    belief: tuple[float, float, float]
+
+
+def _usable(fb: dict[str, Any]) -> bool:
+    m = fb.get("meters_before")
+    return fb["action"] in ACTIONS and fb["slot"] in SLOTS and isinstance(m, list) and len(m) == len(METERS)
+
+
+def _frames(db: Database, week_start: date, day: date, tz) -> list[Any]:
+    """The calendar frames of ``week_start`` .. ``day`` (classes and slots only)."""
+    from agent.day.calendar import frame_day, sleep_habits
+
+    events = _calendar(db, day, tz, start=week_start)
+    habits = sleep_habits(_nights(db, day, tz), tz)
+    return [frame_day(week_start + timedelta(days=k), tz, events, habits) for k in range((day - week_start).days + 1)]
+
+
+def _context(frames: list[Any], day: date) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(fixed slots of the week for a v3 prompt, the day's commitments for a v1/v2 prompt)."""
+    from common.timeutil import slot_of
+
+    fixed, events = [], []
+    for frame in frames:
+        for s, action in sorted(frame.fixed.items()):
+            fixed.append({"day": frame.day.weekday(), "slot": SLOTS[s],
+                          "action": None if s in frame.fixed_unclassified else action})
+        if frame.day == day:
+            for c in frame.commitments:
+                d, s = slot_of(c.start.replace(tzinfo=None))
+                if d == day:
+                    events.append({"title": (c.action or "busy").lower(), "day": day.weekday(), "slot": SLOTS[s]})
+    return fixed, events
+
+
+def collect(db: Database, settings: Settings, fmt: str) -> RefineData:
+    """The person's answered recommendations as (prompt, answer) examples in format ``fmt``."""
+    from agent.hindsight import Answered, answer_targets
+    from agent.prompting import format_output
+    from training.answers import Example
+
+    tz = user_zone(settings)
+    feedback = plans.answers(db)
+    usable = [f for f in feedback if _usable(f)]
+    if len(usable) < MIN_ANSWERS:
+        raise RhythmError(
+            f"{len(usable)} answered recommendations with their meters; refining needs at least {MIN_ANSWERS} "
+            "(answer with `rhythm feedback ID accept|ignore`)"
+        )
+    first, last = min(f["local_day"] for f in usable), max(f["local_day"] for f in usable)
+    start = first - timedelta(days=first.weekday()) - timedelta(weeks=HISTORY_WEEKS)
+    records = observation_records(db, start, last, tz=tz)
+    key = lambda i: (date.fromisoformat(i["local_day"]), SLOTS.index(i["slot_name"]))  # noqa: E731
+    belief, _ = person_belief(records, feedback)
+    answered = [
+        Answered([np.nan if v is None else float(v) for v in f["meters_before"]], SLOTS.index(f["slot"]),
+                 ACTIONS.index(f["action"]), f["response"] == "accept")
+        for f in usable
+    ]
+    targets = answer_targets(belief, answered)
+    weeks: dict[date, list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
+    for o, i in records:
+        d = date.fromisoformat(i["local_day"])
+        weeks[d - timedelta(days=d.weekday())].append((o, i))
+    examples, skipped, changed = [], 0, 0
+    for f, t in zip(usable, targets, strict=True):
+        day, slot = f["local_day"], SLOTS.index(f["slot"])
+        monday = day - timedelta(days=day.weekday())
+        week = [(o, i) for o, i in weeks.get(monday, []) if key(i) <= (day, slot)]
+        before = [g for g in feedback if (g["local_day"], SLOTS.index(g["slot"])) < (day, slot) and g["slot"] in SLOTS]
+        fixed, events = _context(_frames(db, monday, day, tz), day)
+        try:
+            prompt = model_prompt(week, fixed, before, fmt, events=events)
+        except ValueError:  # nothing the model could read at that decision
+            skipped += 1
+            continue
+        examples.append(Example(prompt, format_output(t.action, t.belief)))
+        changed += t.changed
+    b = belief.belief()
+    return RefineData(examples, len(usable), skipped, changed, (float(b[0]), float(b[1]), float(b[2])))
+
+
+def refine(
+    db: Database,
+    settings: Settings,
+    base: Path | None = None,
+    steps: int = 30,
+    progress=None,
+) -> dict[str, Any]:
+    """Refine the base student on the person's answers and install it (module docstring)."""
+    from importlib.util import find_spec
+
+    for mod in ("torch", "peft", "transformers", "llama_cpp", "gguf"):
+        if find_spec(mod) is None:
+            raise ModelError(f"refining the student needs {mod}: pip install 'rhythm[ml]'")
+    from agent.runtime import check_gguf
+    from training.answers import RefineSettings, gguf_prompt_format, refine_gguf
+
+    base = Path(base).expanduser() if base else bundled_model_path()
+    if base is None:
+        raise ModelError("no bundled student in this install: give --base PATH.gguf")
+    if not base.is_file():
+        raise ModelError(f"{base}: model file not found")
+    check_gguf(base)
+    fmt = gguf_prompt_format(base) or "rhythm v1"
+    data = collect(db, settings, fmt)
+    if not data.examples:
+        raise RhythmError(f"none of the {data.answers} answers could be rendered as a prompt (no meters that week)")
+    dest = refined_model_path(settings)
+    dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+        rep = refine_gguf(base, data.examples, Path(tmp), RefineSettings(steps=steps),
+                          progress=progress or (lambda *_: None))
+        model = Path(rep["model"])
+        check_gguf(model)
+        os.chmod(model, 0o600)
+        os.replace(model, dest)  # atomic: recommend sees the old model or the new one
+    report = {
+        "model": str(dest),
+        "base": str(base),
+        "prompt_format": fmt,
+        "answers": data.answers,
+        "examples": len(data.examples),
+        "skipped": data.skipped,
+        "targets_changed": data.changed,
+        "belief": [round(x, 3) for x in data.belief],
+        "steps": rep["steps"],
+        "seconds": rep["seconds"],
+        "answer_loss_before": rep["answer_loss_before"],
+        "answer_loss_after": rep["answer_loss_after"],
+        "refined_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    manifest = dest.with_suffix(".json")
+    manifest.write_text(json.dumps(report, indent=2) + "\n")
+    os.chmod(manifest, 0o600)
+    return report
+
+
+def reset(settings: Settings) -> bool:
+    """Remove the refined student (``rhythm recommend`` goes back to the bundled one)."""
+    dest = refined_model_path(settings)
+    found = dest.exists()
+    dest.unlink(missing_ok=True)
+    dest.with_suffix(".json").unlink(missing_ok=True)
+    return found
