@@ -38,7 +38,13 @@ def _pick(path: Path, prompt: str) -> str:
 
 
 def test_the_refined_student_gives_the_answers_it_was_refined_on(tmp_path):
-    from training.answers import Example, RefineSettings, gguf_prompt_format, load_gguf_student, refine_gguf
+    from training.answers import (
+        Example,
+        RefineSettings,
+        gguf_prompt_format,
+        load_gguf_student,
+        refine_gguf,
+    )
 
     base = bundled_model_path()
     prompts = _prompts()
