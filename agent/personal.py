@@ -61,13 +61,16 @@ TAU_C = 0.2
 SIGMA_FLOOR = 0.002
 SIGMA_PRIOR, SIGMA_PRIOR_N = 0.02, 2.0
 TAIL_DOF = 4.0
+#: Per-entry shrinkage of the action terms (ARD, EM passes), from a loose start, within
+#: [ARD_MIN, ARD_MAX] prior sd.
+ARD_PASSES, ARD_START, ARD_MIN, ARD_MAX = 8, 0.06, 0.0001, 0.15
 #: The planner's translation of real-meter departures into the simulator's units when the
 #: evidence chose kappa = 0.
 KAPPA_PLAN_DEFAULT = KAPPA_GRID[0]
 PLAN_RESIDUAL_BOUND = 0.3
-#: A departure is reported (and used as plan evidence) when it is this large, twice its sd,
-#: and backed by this many steps.
-DEPARTURE_MIN, DEPARTURE_MIN_STEPS = 0.01, 5
+#: A departure is reported and reaches the planner when it is this large, this many sds,
+#: and backed by this many steps on each side of its contrast.
+DEPARTURE_MIN, DEPARTURE_Z, DEPARTURE_MIN_STEPS = 0.01, 2.5, 5
 CARRY_SLOTS = (1, 2, 3)  # the previous day's afternoon, evening and night carry into the morning
 #: Feature layout per meter: c (4), r (4), rho (10), carry (10).
 _C, _R, _A, _B = 0, N_SLOTS, 2 * N_SLOTS, 2 * N_SLOTS + N_ACTIONS
@@ -156,7 +159,9 @@ class PersonalDynamics:
     ``intercept``, ``reversion`` (4, 5): ``c`` and ``r``; ``residual``, ``residual_sd`` (10,
     5): ``rho``; ``carry``, ``carry_sd`` (10, 5); ``sigma`` (4, 5) the noise sd per slot;
     ``kappa``, ``tau``, ``tau_r`` (5,) the chosen hyperparameters; ``n_obs`` (10,) steps
-    taken with each action, ``n_carry`` (10,) mornings after it; ``n_transitions`` usable
+    taken with each action, ``n_carry`` (10,) mornings after it, ``support`` (10,) the
+    smaller side of the contrast behind it (steps with it against steps in the same slots
+    without it, or mornings after it against mornings not); ``n_transitions`` usable
     steps; ``fitted``: False when the history was too short (everything is the prior)."""
 
     intercept: np.ndarray
@@ -172,9 +177,15 @@ class PersonalDynamics:
     tau_r: np.ndarray
     n_obs: np.ndarray
     n_carry: np.ndarray
+    support: np.ndarray
     n_transitions: int
     fitted: bool
     log_evidence: dict[tuple[float, float], float] = field(default_factory=dict)
+    #: (5, 4, 20) and (5, 4): the training steps' mean action features and table part per
+    #: meter and slot (the action terms are fitted as contrasts to the slot's average step,
+    #: so that an action done in nearly every such slot is not confused with the slot's drift)
+    centre: np.ndarray | None = None
+    table_centre: np.ndarray | None = None
 
     @property
     def table(self) -> np.ndarray:
@@ -198,12 +209,21 @@ class PersonalDynamics:
     def predict(self, meters, slot: int, action: int | None, carried: Sequence[int] = ()) -> np.ndarray:
         """Expected change (5,) of one step into ``slot``; a missing meter before: 0."""
         m = np.asarray(meters, dtype=np.float64)
-        d = self.intercept[slot] + self.reversion[slot] * (m - 0.5)
+        x = np.zeros(2 * N_ACTIONS)
+        t = np.zeros(N_METERS)
         if action is not None:
-            d = d + self.effect[slot, int(action)]
+            x[int(action)] = 1.0
+            t = STRUCTURE[slot, int(action)]
         if slot == 0:
             for b in carried:
-                d = d + self.carry[int(b)]
+                x[N_ACTIONS + int(b)] += 1.0
+        beta = np.concatenate([self.residual, self.carry])  # (20, 5)
+        if self.centre is not None:
+            xc = x[None, :] - self.centre[:, slot, :]  # (5, 20)
+            acts = np.einsum("kj,jk->k", xc, beta) + self.kappa * (t - self.table_centre[:, slot])
+        else:
+            acts = x @ beta + self.kappa * t
+        d = self.intercept[slot] + self.reversion[slot] * (m - 0.5) + acts
         return np.where(np.isfinite(m), d, 0.0)
 
     def plan_residual(self) -> np.ndarray:
@@ -215,24 +235,31 @@ class PersonalDynamics:
         k = self.kappa if self.kappa > 0 else KAPPA_PLAN_DEFAULT
         dep, _ = self.departure()
         out = np.clip(dep / k, -PLAN_RESIDUAL_BOUND, PLAN_RESIDUAL_BOUND)
-        seen = (self.n_obs + self.n_carry) > 0
-        return np.where(seen[:, None], out, 0.0)
+        return np.where(self.supported(), out, 0.0)
+
+    def supported(self) -> np.ndarray:
+        """(10, 5) the departures the data back: at least ``DEPARTURE_MIN``,
+        ``DEPARTURE_Z`` sds, and ``DEPARTURE_MIN_STEPS`` steps on each side of the contrast
+        (one of a hundred entries passing two sds by chance is no finding)."""
+        if not self.fitted:
+            return np.zeros((N_ACTIONS, N_METERS), dtype=bool)
+        dep, sd = self.departure()
+        ok = (np.abs(dep) >= DEPARTURE_MIN) & (np.abs(dep) >= DEPARTURE_Z * sd)
+        return ok & (self.support >= DEPARTURE_MIN_STEPS)[:, None]
 
     def departures(self) -> list[dict]:
         """Entries whose fitted effect departs from the table's (larger than
-        ``DEPARTURE_MIN``, two sds, ``DEPARTURE_MIN_STEPS`` steps), largest first:
+        :meth:`supported`), largest first:
         ``action``, ``meter`` (indices), ``fitted`` and ``table`` (whole effect, real-meter
         units), ``sd``, ``n``."""
-        if not self.fitted:
-            return []
         dep, sd = self.departure()
         table = self.table.mean(axis=0)
+        ok = self.supported()
         out = []
         for a in range(N_ACTIONS):
             n = int(self.n_obs[a] + self.n_carry[a])
             for k in range(N_METERS):
-                if (n >= DEPARTURE_MIN_STEPS and abs(dep[a, k]) >= DEPARTURE_MIN
-                        and abs(dep[a, k]) >= 2.0 * sd[a, k]):
+                if ok[a, k]:
                     out.append({"action": a, "meter": k, "fitted": float(table[a, k] + dep[a, k]),
                                 "table": float(table[a, k]), "sd": float(sd[a, k]), "n": n})
         out.sort(key=lambda x: -abs(x["fitted"] - x["table"]))
@@ -248,6 +275,7 @@ def prior_dynamics(kappa: float = KAPPA_GRID[0], n_transitions: int = 0) -> Pers
         total_sd=z + TAU_GRID[-1] * np.sqrt(2.0), sigma=np.full((N_SLOTS, N_METERS), SIGMA_PRIOR),
         kappa=float(kappa), tau=TAU_GRID[-1], tau_r=np.full(N_METERS, TAU_R_GRID[0]),
         n_obs=np.zeros(N_ACTIONS, dtype=np.int64), n_carry=np.zeros(N_ACTIONS, dtype=np.int64),
+        support=np.zeros(N_ACTIONS, dtype=np.int64),
         n_transitions=int(n_transitions), fitted=False,
     )
 
@@ -321,6 +349,16 @@ def fit_personal(steps: Sequence[Step], prior: PersonalPrior | None = None) -> P
     prior = prior or PersonalPrior()
     steps = list(steps)
     data = [_rows(steps, k) for k in range(N_METERS)]
+    centre = np.zeros((N_METERS, N_SLOTS, 2 * N_ACTIONS))
+    table_centre = np.zeros((N_METERS, N_SLOTS))
+    for k, (x, _y, t, ss) in enumerate(data):
+        for s in range(N_SLOTS):
+            m = ss == s
+            if m.any():
+                centre[k, s] = x[m, _A:].mean(axis=0)
+                table_centre[k, s] = t[m].mean()
+        x[:, _A:] -= centre[k, ss]
+        t -= table_centre[k, ss]
     usable = len({(st.day, st.slot) for st in steps
                   if np.isfinite(st.before).any() and np.isfinite(st.after).any()})
     if usable < prior.min_transitions or all(len(d[1]) == 0 for d in data):
@@ -370,10 +408,18 @@ def fit_personal(steps: Sequence[Step], prior: PersonalPrior | None = None) -> P
             continue
         u = np.ones_like(y)
         scale = sig[k][ss]
-        for _ in range(3 if prior.tail_dof is not None else 1):
+        # per-entry shrinkage (ARD): one real effect among twenty is not drowned by the
+        # nineteen that are 0 (a single tau would shrink it away); from a loose start
+        prec0[_A:, _A:] = np.eye(2 * N_ACTIONS) / max(tau, ARD_START) ** 2
+        for _ in range(ARD_PASSES):
             fit = _solve(x, y, t, best_k, scale, u, prec0)
-            e = y - best_k * t - x @ fit["means"][0]
-            u = t_weights(e / scale, 1.0, prior.tail_dof)
+            mean, var = fit["means"][0], np.diag(fit["cov"])
+            e = y - best_k * t - x @ mean
+            if prior.tail_dof is not None:
+                u = t_weights(e / scale, 1.0, prior.tail_dof)
+            v = np.clip(mean[_A:] ** 2 + var[_A:], ARD_MIN**2, ARD_MAX**2)
+            prec0[_A:, _A:] = np.diag(1.0 / v)
+        fit = _solve(x, y, t, best_k, scale, u, prec0)
         coef[k], cov[k] = fit["means"][0], fit["cov"]
 
     sd = np.sqrt(np.einsum("kii->ki", cov))  # (5, 28)
@@ -381,20 +427,27 @@ def fit_personal(steps: Sequence[Step], prior: PersonalPrior | None = None) -> P
     tot_var = (sd[:, _A:_B] ** 2 + sd[:, _B:] ** 2 + 2.0 * cov[:, a_idx, b_idx])
     n_obs = np.zeros(N_ACTIONS, dtype=np.int64)
     n_carry = np.zeros(N_ACTIONS, dtype=np.int64)
+    per_slot = np.zeros((N_SLOTS, N_ACTIONS), dtype=np.int64)
+    slot_steps = np.zeros(N_SLOTS, dtype=np.int64)
     for st in steps:
+        slot_steps[st.slot] += 1
         if st.action is not None:
             n_obs[st.action] += 1
+            per_slot[st.slot, st.action] += 1
         if st.slot == 0:
             for b in set(st.carried):
                 n_carry[b] += 1
+    own_without = np.array([sum(slot_steps[s] - per_slot[s, a] for s in range(N_SLOTS) if per_slot[s, a])
+                            for a in range(N_ACTIONS)])
+    support = np.maximum(np.minimum(n_obs, own_without), np.minimum(n_carry, slot_steps[0] - n_carry))
     return PersonalDynamics(
         intercept=coef[:, _C:_R].T.copy(), reversion=coef[:, _R:_A].T.copy(),
         residual=coef[:, _A:_B].T.copy(), residual_sd=sd[:, _A:_B].T.copy(),
         carry=coef[:, _B:].T.copy(), carry_sd=sd[:, _B:].T.copy(),
         total_sd=np.sqrt(np.maximum(tot_var, 0.0)).T.copy(), sigma=sig.T.copy(),
         kappa=float(best_k), tau=float(np.median([p[0] for p in best_per])),
-        tau_r=np.array([p[1] for p in best_per]), n_obs=n_obs, n_carry=n_carry,
-        n_transitions=usable, fitted=True, log_evidence=evidence,
+        tau_r=np.array([p[1] for p in best_per]), n_obs=n_obs, n_carry=n_carry, support=support,
+        n_transitions=usable, fitted=True, log_evidence=evidence, centre=centre, table_centre=table_centre,
     )
 
 
