@@ -58,6 +58,9 @@ TAU_R_GRID: tuple[float, ...] = (0.0001, 0.3, 1.0)
 #: Prior sd of the per-slot drift: wide, so that an action done in every such slot (SLEEP
 #: every night) is absorbed here rather than read as that action's departure.
 TAU_C = 0.2
+#: The pull toward the usual is kept within these (below -1 a step would overshoot the
+#: usual; a few steps of a sparsely observed meter can suggest that).
+REVERSION_BOUNDS = (-1.0, 0.5)
 SIGMA_FLOOR = 0.002
 SIGMA_PRIOR, SIGMA_PRIOR_N = 0.02, 2.0
 TAIL_DOF = 4.0
@@ -203,8 +206,14 @@ class PersonalDynamics:
         return self.effect.mean(axis=0) + self.carry
 
     def departure(self) -> tuple[np.ndarray, np.ndarray]:
-        """(10, 5) departure of the whole effect from the prior, ``rho + carry``, and its sd."""
-        return self.residual + self.carry, self.total_sd
+        """(10, 5) departure of the whole effect from the prior, ``rho + carry``, and its sd.
+
+        SLEEP's is its own slot's only: what a night's sleep carries into the morning *is*
+        the table's SLEEP (and every plan sleeps the night), not a departure from it."""
+        dep, sd = self.residual + self.carry, self.total_sd.copy()
+        dep[spec.SLEEP] = self.residual[spec.SLEEP]
+        sd[spec.SLEEP] = self.residual_sd[spec.SLEEP]
+        return dep, sd
 
     def predict(self, meters, slot: int, action: int | None, carried: Sequence[int] = ()) -> np.ndarray:
         """Expected change (5,) of one step into ``slot``; a missing meter before: 0."""
@@ -441,7 +450,7 @@ def fit_personal(steps: Sequence[Step], prior: PersonalPrior | None = None) -> P
                             for a in range(N_ACTIONS)])
     support = np.maximum(np.minimum(n_obs, own_without), np.minimum(n_carry, slot_steps[0] - n_carry))
     return PersonalDynamics(
-        intercept=coef[:, _C:_R].T.copy(), reversion=coef[:, _R:_A].T.copy(),
+        intercept=coef[:, _C:_R].T.copy(), reversion=np.clip(coef[:, _R:_A].T, *REVERSION_BOUNDS),
         residual=coef[:, _A:_B].T.copy(), residual_sd=sd[:, _A:_B].T.copy(),
         carry=coef[:, _B:].T.copy(), carry_sd=sd[:, _B:].T.copy(),
         total_sd=np.sqrt(np.maximum(tot_var, 0.0)).T.copy(), sigma=sig.T.copy(),
