@@ -266,7 +266,7 @@ class PersonalDynamics:
         ok = self.supported()
         out = []
         for a in range(N_ACTIONS):
-            n = int(self.n_obs[a] + self.n_carry[a])
+            n = int(max(self.n_obs[a], self.n_carry[a]))
             for k in range(N_METERS):
                 if ok[a, k]:
                     out.append({"action": a, "meter": k, "fitted": float(table[a, k] + dep[a, k]),
