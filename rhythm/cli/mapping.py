@@ -128,14 +128,15 @@ def _show_fit(ctx: typer.Context, end: date | None, json_out: bool) -> None:
     console.print(f"your dynamics from {report['transitions']} slot-to-slot steps, {report['first_day']} .. "
                   f"{report['last_day']} (0.5 = usual; the table's relative effects scaled by {report['kappa']:g})",
                   highlight=False)
-    table = Table(title="effect of each action: its own slot plus the next morning (± sd; * departs from the table)")
-    for col in ("action", "steps", *METERS, "table"):
-        table.add_column(col)
+    console.print("each action's effect, its own slot plus the next morning (±sd; * departs from the table, "
+                  "whose values follow in brackets):", highlight=False)
+    lines = [f"{'action':<12}{'times':<8}" + "".join(f"{m:<12}" for m in METERS)]
     for e in report["effects"]:
-        cells = [f"{e['effect'][m]:+.3f} ± {e['sd'][m]:.3f}{' *' if m in e['departs'] else ''}" for m in METERS]
-        tab = " ".join(f"{m[0].upper()}{e['table'][m]:+.2f}" for m in METERS if abs(e["table"][m]) >= 0.005)
-        table.add_row(e["action"], f"{e['steps']}+{e['mornings_after']}", *cells, tab or "0")
-    console.print(table)
+        cells = [f"{e['effect'][m]:+.2f}±{e['sd'][m]:.2f}{'*' if m in e['departs'] else ''}" for m in METERS]
+        lines.append(f"{e['action']:<12}{e['steps']}+{e['mornings_after']:<{7 - len(str(e['steps']))}}"
+                     + "".join(f"{c:<12}" for c in cells))
+        lines.append(" " * 20 + "".join(f"{'(' + format(e['table'][m], '+.2f') + ')':<12}" for m in METERS))
+    console.print("\n".join(x.rstrip() for x in lines), highlight=False, markup=False, soft_wrap=True)
     pull = report["pull_to_usual"]["morning"]
     console.print("overnight pull back to your usual: " + ", ".join(f"{m} {pull[m]:+.2f}" for m in METERS),
                   highlight=False)
