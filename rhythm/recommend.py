@@ -30,6 +30,7 @@ from common.errors import ConfigError, ModelError, RhythmError
 from common.records import ACTIONS, METERS, SLOTS
 from common.timeutil import slot_of
 from rhythm.derive import observation_records
+from rhythm.personal import personal_dynamics
 from rhythm.settings import Settings, local_now, user_zone
 from storage import derived, inputs, plans
 from storage.db import Database
@@ -316,6 +317,13 @@ def make_plan(db: Database, settings: Settings, day: date | None = None, now: da
     if observed == 0:
         notes.append("no meter data yet: the plan rests on the prior (import data, then `rhythm map`)")
 
+    # the person's own dynamics from the days before (docs/agent.md section 8): their
+    # departures from the table go into the plan's model and its evidence
+    dynamics = personal_dynamics(db, day)
+    if dynamics.fitted and dynamics.departures():
+        n = len({d["action"] for d in dynamics.departures()})
+        notes.append(f"your own dynamics ({dynamics.n_transitions} slot-to-slot steps) depart from the table for "
+                     f"{n} action{'s' if n > 1 else ''}: the plan uses yours (`rhythm meters --fit`)")
     current, cur_info = records[-1]
     prev = cur_info.get("previous") or {}
     seen = prev.get("observed") or [False] * len(METERS)
@@ -329,6 +337,7 @@ def make_plan(db: Database, settings: Settings, day: date | None = None, now: da
         recent_actions=[(r.day, r.slot, r.action) for r in derived.slot_rows(db, day - timedelta(days=14), day)
                         if r.action and (r.day, SLOTS.index(r.slot)) < (day, first_slot)],
         wake_override=_clock(settings.wake_time, "wake_time"), bed_override=_clock(settings.bed_time, "bed_time"),
+        dynamics=dynamics,
     )
     planner = DayPlanner(inputs_)
     dp = planner.plan()

@@ -135,3 +135,13 @@ def history_rows(db: Database, end: date | None = None, days: int = 90) -> list[
         [start, end],
     ).fetchall()
     return [dict(zip(["local_day", "slot", *METERS], r, strict=True)) for r in rows]
+
+
+def slot_history(db: Database, end: date | None = None, days: int = 180) -> list[SlotRow]:
+    """Stored meters with their slot action of the ``days`` days ending at ``end`` (default:
+    the latest day with meters), in day and slot order: the history personal dynamics are
+    fitted on."""
+    end = end or latest_meter_day(db)
+    if end is None:
+        return []
+    return slot_rows(db, end - timedelta(days=max(1, days) - 1), end)

@@ -198,3 +198,19 @@ def since_fact(action: str, recent: Sequence[tuple[date, str, str]], day: date, 
     ago = (day - d).days
     when = "yesterday" if ago == 1 else f"{ago} days ago"
     return Fact("since", f"last {word} {when} ({d:%a} {s})", max(0.0, (ago - 2) / 3.0))
+
+
+def dynamics_facts(action: str, departures: Sequence[Mapping]) -> list[Fact]:
+    """What the person's own history says ``action`` does where it departs from the table
+    (``agent.personal.PersonalDynamics.departures`` with ``action`` and ``meter`` names and
+    ``fitted`` and ``table`` in the plan's units, ``n``): "your data: EXERCISE leaves your
+    vitality -0.08 (the table: +0.08; seen 41 times)". Largest departure first, at most two."""
+    out = []
+    for d in departures:
+        if d["action"] != action:
+            continue
+        word = METER_WORDS.get(d["meter"], d["meter"])
+        out.append(Fact("dynamics", f"your data: {action} leaves your {word} {d['fitted']:+.2f} "
+                        f"(the table: {d['table']:+.2f}; seen {d['n']} times)",
+                        2.0 + abs(d["fitted"] - d["table"]) * 10.0))
+    return out[:2]

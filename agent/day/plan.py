@@ -46,6 +46,7 @@ from agent.day.evidence import (
     PersonFacts,
     belief_facts,
     calendar_facts,
+    dynamics_facts,
     facts_for,
     person_facts,
     since_fact,
@@ -53,8 +54,10 @@ from agent.day.evidence import (
 from agent.day.horizon import INFO_WEIGHT, expected_effect, plan_horizon, position_values
 from agent.planner import PlanModel
 from common.records import ACTIONS, METERS, SLOTS
+from simulator import spec
 
 SLEEP = ACTIONS.index("SLEEP")
+TABLE = np.array(spec.EFFECT)  # the simulator's base effects, the plan's units
 WORK = ("DEEP_WORK", "ADMIN_WORK", "LEARN")
 # Between work commitments (a morning or afternoon that holds work), a block is what a
 # working day can hold: more work, a walk or workout, a few quiet minutes.
@@ -99,6 +102,9 @@ class DayInputs:
     bed_override: time | None = None
     n_samples: int = 8
     seed: int = 0
+    # the person's own dynamics fitted from their history (agent.personal.PersonalDynamics):
+    # their departures from the table enter the plan's model; None or unfitted: the table
+    dynamics: Any = None
 
 
 @dataclass
@@ -212,7 +218,19 @@ class DayPlanner:
         bs = x.belief
         params = bs.sample_params(x.n_samples, rng=np.random.default_rng(x.seed))
         params[0] = bs.profile_estimate().to_array()
-        model = PlanModel(params, bs.w)
+        residual = None
+        departures: list[dict[str, Any]] = []
+        if x.dynamics is not None and x.dynamics.fitted:
+            r = x.dynamics.plan_residual()
+            if np.any(r != 0.0):
+                residual = np.broadcast_to(r, (len(params), *r.shape))
+            # in the plan's units (the table's effect plus the person's departure), as the
+            # blocks' expected effects
+            departures = [{**d, "action": ACTIONS[d["action"]], "meter": METERS[d["meter"]],
+                           "table": TABLE[d["action"], d["meter"]],
+                           "fitted": TABLE[d["action"], d["meter"]] + r[d["action"], d["meter"]]}
+                          for d in x.dynamics.departures()]
+        model = PlanModel(params, bs.w, residual=residual)
         meters = np.clip(np.asarray(x.meters, dtype=np.float64), 0.0, 1.0)
         slot0 = slots[0][1] if slots else 0
         info = (bs.prior_prec + bs.data_precision(), INFO_WEIGHT)
@@ -236,7 +254,7 @@ class DayPlanner:
         )
         dp._ctx = {"model": model, "plan": plan, "meters": meters, "slot0": slot0, "slots": slots,
                    "allowed": allowed, "penalty": penalty, "available": available, "night": night,
-                   "bed_reason": bed_reason, "answers": pen_by_key, "info": info}
+                   "bed_reason": bed_reason, "answers": pen_by_key, "info": info, "departures": departures}
         for p in open_slots:
             block = self._block(dp, p, ACTIONS[int(plan[p])], "planner")
             if block is not None:
@@ -270,7 +288,7 @@ class DayPlanner:
         since = since_fact(action, self.x.recent_actions, dp.day)
         if since is not None:
             available["since"] = since
-        facts = facts_for(action, available)
+        facts = dynamics_facts(action, ctx["departures"]) + facts_for(action, available)
         same = ctx["answers"].get((SLOTS[slot], action))
         if same is not None:
             _pen, acc, ign = same

@@ -60,8 +60,15 @@ def register(app: typer.Typer) -> None:
         ),
         explain: bool = typer.Option(False, "--explain", help="Show the signals behind each meter."),
         json_out: bool = typer.Option(False, "--json", help="Print the rows, evidence included, as JSON."),
+        fit: bool = typer.Option(
+            False, "--fit", help="Show your own dynamics fitted from your history: each action's effect with "
+            "its sd, and how well it predicts held-out days."
+        ),
     ) -> None:
         """Show the meters per slot with the action and the evidence behind them; optionally plot them."""
+        if fit:
+            _show_fit(ctx, _day(day, "--day"), json_out)
+            return
         from mapping.explain import signal_lines
         from mapping.plot import plot_meters
         from storage import open_db
@@ -100,3 +107,47 @@ def register(app: typer.Typer) -> None:
                     console.print(f"  action: {r['action'] or '-'} (rule: {rule})", highlight=False)
         if plot:
             console.print(f"plot written to {written}" if written else "nothing to plot yet", highlight=False)
+
+
+def _show_fit(ctx: typer.Context, end: date | None, json_out: bool) -> None:
+    """`rhythm meters --fit`: the person's fitted dynamics (rhythm.personal.fit_report)."""
+    from rhythm.personal import fit_report
+    from storage import open_db
+
+    settings = get_settings(ctx)
+    with open_db(settings.database, read_only=True) as db:
+        report = fit_report(db, end)
+    if json_out:
+        print_json(report)
+        return
+    if not report["fitted"]:
+        console.print(f"too little history to fit your dynamics: {report['transitions']} slot-to-slot steps "
+                      f"(need {report['min_transitions']}); the plan uses the simulator's table "
+                      "(import more days, then `rhythm map`)", highlight=False)
+        return
+    console.print(f"your dynamics from {report['transitions']} slot-to-slot steps, {report['first_day']} .. "
+                  f"{report['last_day']} (0.5 = usual; the table's relative effects scaled by {report['kappa']:g})",
+                  highlight=False)
+    console.print("each action's effect, its own slot plus the next morning (±sd; * departs from the table, "
+                  "whose values follow in brackets):", highlight=False)
+    lines = [f"{'action':<12}{'times':<8}" + "".join(f"{m:<12}" for m in METERS)]
+    for e in report["effects"]:
+        cells = [f"{e['effect'][m]:+.2f}±{e['sd'][m]:.2f}{'*' if m in e['departs'] else ''}" for m in METERS]
+        lines.append(f"{e['action']:<12}{e['steps']}+{e['mornings_after']:<{7 - len(str(e['steps']))}}"
+                     + "".join(f"{c:<12}" for c in cells))
+        lines.append(" " * 20 + "".join(f"{'(' + format(e['table'][m], '+.2f') + ')':<12}" for m in METERS))
+    console.print("\n".join(x.rstrip() for x in lines), highlight=False, markup=False, soft_wrap=True)
+    pull = report["pull_to_usual"]["morning"]
+    console.print("overnight pull back to your usual: " + ", ".join(f"{m} {pull[m]:+.2f}" for m in METERS),
+                  highlight=False)
+    h = report["heldout"]
+    if h["test_steps"]:
+        mae = h["mae"]
+        ht = Table(title=f"one-step prediction on held-out days from {h['test_from']} "
+                   f"({h['test_steps']} steps, fitted on {h['train_steps']} before)")
+        for col in ("predictor", "mean abs error"):
+            ht.add_column(col)
+        for name, label in (("no_change", "no change"), ("simulator", "simulator's dynamics"),
+                            ("fitted", "your fitted dynamics")):
+            ht.add_row(label, "-" if mae[name] is None else f"{mae[name]:.4f}")
+        console.print(ht)
