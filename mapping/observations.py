@@ -182,3 +182,22 @@ def to_jsonable(obs: dict[str, Any]) -> dict[str, Any]:
 
 def dumps(obs: dict[str, Any]) -> str:
     return json.dumps(to_jsonable(obs))
+
+
+def belief_view(obs: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
+    """The observation as the belief should read it: the deltas of meters not observed in the
+    slot just finished NaN (the belief skips them), and the reward NaN unless every meter
+    was (a reward over filled meters says nothing of the reward weights). Used by
+    ``rhythm recommend`` and, for the same view in training, ``training.realshape``."""
+    prev = info.get("previous")
+    if not prev:
+        return obs
+    observed = np.array(prev["observed"], dtype=bool)
+    if observed.all():
+        return obs
+    out = dict(obs)
+    d = np.array(obs["deltas"], dtype=np.float64)
+    d[~observed] = np.nan
+    out["deltas"] = d
+    out["last_reward"] = np.array([np.nan])
+    return out

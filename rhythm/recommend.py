@@ -29,6 +29,7 @@ import numpy as np
 from common.errors import ConfigError, ModelError, RhythmError
 from common.records import ACTIONS, METERS, SLOTS
 from common.timeutil import slot_of
+from mapping.observations import belief_view
 from rhythm.derive import observation_records
 from rhythm.personal import personal_dynamics
 from rhythm.settings import Settings, local_now, user_zone
@@ -173,22 +174,6 @@ def _llama_cpp_available() -> bool:
     return find_spec("llama_cpp") is not None
 
 
-def _masked(obs: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
-    """The observation with unobserved meters' deltas as NaN, so the belief skips them."""
-    prev = info.get("previous")
-    if not prev:
-        return obs
-    observed = np.array(prev["observed"], dtype=bool)
-    if observed.all():
-        return obs
-    out = dict(obs)
-    d = np.array(obs["deltas"], dtype=np.float64)
-    d[~observed] = np.nan
-    out["deltas"] = d
-    out["last_reward"] = np.array([np.nan])  # a reward over filled meters says nothing of w
-    return out
-
-
 def _aware(epoch_s: float, tz: tzinfo) -> datetime:
     return datetime.fromtimestamp(float(epoch_s), UTC).astimezone(tz)
 
@@ -275,7 +260,7 @@ def person_belief(
         prev = info.get("previous")
         if prev and any(prev["observed"]):
             observed += 1
-        belief.update_from_observation(_masked(obs, info))
+        belief.update_from_observation(belief_view(obs, info))
     for fb in feedback:
         if fb["action"] not in ACTIONS:
             continue

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from agent.prompting import observed_view
+from mapping.observations import belief_view
 from simulator import spec
 from simulator.policies import heuristic_action
 
@@ -108,21 +109,8 @@ def gaps(rng: np.random.Generator, n: int, share: float, mean_run: float) -> np.
     return out
 
 
-def teacher_view(obs: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
-    """The observation as ``rhythm.recommend`` feeds the belief: the deltas of meters not
-    observed in the slot just finished NaN, and the reward NaN unless every meter was."""
-    prev = info.get("previous")
-    if not prev:
-        return obs
-    observed = np.array(prev["observed"], dtype=bool)
-    if observed.all():
-        return obs
-    out = dict(obs)
-    d = np.array(obs["deltas"], dtype=np.float64)
-    d[~observed] = np.nan
-    out["deltas"] = d
-    out["last_reward"] = np.array([np.nan])
-    return out
+#: What ``rhythm recommend`` feeds the belief (one function for both).
+teacher_view = belief_view
 
 
 class ProductStream:

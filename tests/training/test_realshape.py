@@ -75,7 +75,7 @@ def test_shapes_mix_clean_and_product_weeks_in_the_brief_s_ranges():
 
 def test_teacher_view_masks_like_rhythm_recommend():
     """The teacher of product weeks is fed what ``rhythm recommend`` feeds the belief."""
-    from rhythm.recommend import _masked
+    from mapping.observations import belief_view as _masked
 
     env = RhythmEnv()
     obs, _ = env.reset(seed=4)
