@@ -235,6 +235,19 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
+def keep_sections(path: Path, generated: str) -> str:
+    """``generated`` followed by the ``## `` sections of the file already at ``path`` (other
+    measurements other scripts write there, e.g. benchmarks/calendar.py): this script owns
+    only the part before the first ``## `` heading."""
+    if not path.exists():
+        return generated
+    lines = path.read_text().splitlines()
+    i = next((k for k, line in enumerate(lines) if line.startswith("## ")), None)
+    if i is None:
+        return generated
+    return generated.rstrip("\n") + "\n\n" + "\n".join(lines[i:]).rstrip("\n") + "\n"
+
+
 def main(args: Args, progress: Progress = no_progress, command: str = "") -> dict[str, Any]:
     seed_everything(args.seed)
     quiet_libraries()
@@ -278,7 +291,7 @@ def main(args: Args, progress: Progress = no_progress, command: str = "") -> dic
     cmd = command or "python -m training.evaluate " + " ".join(
         [f"--students {' '.join(args.students)}"] if args.students else []
     ) + (f" --episodes {args.episodes}" if args.episodes else "")
-    md_path.write_text(markdown(results, extra, args, cmd, git))
+    md_path.write_text(keep_sections(md_path, markdown(results, extra, args, cmd, git)))
     report = {"results": results, "students": extra, "episodes": args.episodes or "protocol"}
     (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")
     finish_output(

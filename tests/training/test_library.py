@@ -75,3 +75,15 @@ def test_prompt_formats_of_datasets_and_checkpoints(tmp_path):
     assert checkpoint_prompt_format(tmp_path) == "rhythm v2"
     (tmp_path / "checkpoint.json").write_text(json.dumps({"prompt_format": "rhythm v9"}))
     assert checkpoint_prompt_format(tmp_path) == "rhythm v1"  # unknown: the default reader
+
+
+def test_the_evaluation_report_keeps_the_sections_other_scripts_wrote(tmp_path):
+    from training.evaluate import keep_sections
+
+    md = tmp_path / "results.md"
+    assert keep_sections(md, "# Results\n\nnew table\n") == "# Results\n\nnew table\n"
+    md.write_text("# Results\n\nold table\n\n## Weeks with a calendar\n\nrows\n\n## Worlds\n\nmore\n")
+    out = keep_sections(md, "# Results\n\nnew table\n")
+    assert out == "# Results\n\nnew table\n\n## Weeks with a calendar\n\nrows\n\n## Worlds\n\nmore\n"
+    md.write_text("# Results\n\nold table only\n")
+    assert keep_sections(md, "# Results\n\nnew\n") == "# Results\n\nnew\n"
