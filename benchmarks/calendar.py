@@ -185,6 +185,10 @@ def section(res: dict, argv: list[str]) -> str:
             "",
             render(res),
             "",
+            "The same policies in plain weeks: the table at the top of this file. The shipped "
+            "student reads format v1 and was trained on plain weeks only: its `cal` lines are a "
+            "measurement of how it copes, not a trained skill.",
+            "",
         ]
     )
 
