@@ -31,6 +31,7 @@ from, and the rewards of the week so far, are the belief's estimates where not o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -306,6 +307,25 @@ def neighbours(plan: np.ndarray) -> np.ndarray:
     return c
 
 
+def apply_forced(plan: np.ndarray, forced: Mapping[int, int]) -> np.ndarray:
+    """A copy of ``plan`` with the ``forced`` actions (position -> action) in place."""
+    out = np.array(plan, dtype=np.int64)
+    for p, a in forced.items():
+        if not 0 <= int(p) < len(out) or not 0 <= int(a) < spec.N_ACTIONS:
+            raise ValueError(f"forced position {p} -> action {a} is outside the plan or the actions")
+        out[int(p)] = int(a)
+    return out
+
+
+def calendar_forced(calendar, t: int) -> dict[int, int]:
+    """The fixed slots of a week's ``calendar`` (28 action ids, :data:`simulator.calendar.NO_ACTION`
+    = free) from step ``t`` on, as plan positions (0 = step ``t``) -> the commitment's action."""
+    cal = np.asarray(calendar, dtype=np.int64).reshape(-1)
+    if len(cal) != _T:
+        raise ValueError(f"a week's calendar has {_T} slots, got {len(cal)}")
+    return {s - t: int(cal[s]) for s in range(t, _T) if 0 <= cal[s] < spec.N_ACTIONS}
+
+
 _DEFAULT_PLANS: dict[tuple[float, float], np.ndarray] = {}
 
 
@@ -339,20 +359,32 @@ def improve_plan(
     precision: np.ndarray,
     info_scale: float | None = None,
     first_bonus: np.ndarray | None = None,
+    forced: Mapping[int, int] | None = None,
 ) -> np.ndarray:
     """``rounds`` of best-single-substitution search on ``plan`` (the remaining 28 - t actions);
     the score is the expected grade plus ``info_weight`` x the expected belief accuracy the
     plan leaves, given the current posterior ``precision``. Stops early at a local optimum.
     ``info_scale`` multiplies the per-step meter information (noisy or missing meters say
     less; None = 1); ``first_bonus`` (10,) is added to a plan's score by its first action
-    (the value of what the answer to it would teach)."""
+    (the value of what the answer to it would teach). ``forced``: plan position -> action
+    (slots a calendar decides): the plan holds that action there from the start, the search
+    never substitutes it, so every rollout applies it."""
     length = len(plan)
     slots = (t + np.arange(length)) & 3
     pos = np.arange(length * spec.N_ACTIONS) // spec.N_ACTIONS
     alt = np.arange(length * spec.N_ACTIONS) % spec.N_ACTIONS
+    keep = None
+    if forced:
+        plan = apply_forced(plan, forced)
+        free = np.ones(length, dtype=bool)
+        free[list(forced)] = False
+        if not free.any():
+            return plan
+        keep = free[pos]
+        pos, alt = pos[keep], alt[keep]
     best = None
     for _ in range(rounds):
-        cands = neighbours(plan)
+        cands = neighbours(plan) if keep is None else neighbours(plan)[keep]
         s = model.score(cands, meters, t, past_rewards, past_crashes)
         if info_weight > 0:
             info = INFO if info_scale is None or info_scale == 1.0 else INFO * info_scale
@@ -389,6 +421,10 @@ class BayesAgent:
     per decision; ``info_weight``: weight of the expected belief accuracy in the plan score
     (0.20 is the grader's; 0 gives the "bayes-noinfo" ablation); ``plan``: False skips the
     planner and acts like the spec 9 heuristic while still inferring ("belief-only").
+    ``use_calendar``: plan around the week's fixed slots when the observation carries a
+    ``calendar`` (:mod:`simulator.calendar`): those steps are forced to the commitment's
+    action in every rollout and never searched over ("bayes-calendar"); without it (or
+    without a calendar in the observation) every slot is planned as free.
     """
 
     def __init__(
@@ -403,7 +439,9 @@ class BayesAgent:
         ask_weight: float = 3.0,
         accept_weight: float = 0.006,
         ask_conditions: tuple[str, ...] = ("noisy", "answers-only"),
+        use_calendar: bool = False,
     ):
+        self.use_calendar = bool(use_calendar)
         self.ask_weight = float(ask_weight)
         self.accept_weight = float(accept_weight)
         self.ask_conditions = tuple(ask_conditions)
@@ -428,6 +466,7 @@ class BayesAgent:
         self._crashes = 0
         self._t = 0
         self._reason = "not started"
+        self._calendar: np.ndarray | None = None
 
     def configure(self, feedback: bool = False, observe: str = "clean") -> None:
         """How the agent observes (feedback.md): feedback mode, and the observation condition
@@ -457,6 +496,8 @@ class BayesAgent:
             self._rewards.append(float(np.asarray(obs["last_reward"]).reshape(-1)[0]))
             self._crashes += int((np.asarray(obs["meters"]) < spec.CRASH_THRESHOLD).sum())
         self._t = t
+        if self.use_calendar and obs.get("calendar") is not None:
+            self._calendar = np.asarray(obs["calendar"], dtype=np.int64)
         meters = np.asarray(obs["meters"], dtype=np.float64)
         if not np.isfinite(meters).all():
             meters = self._meters_estimate(meters)
@@ -584,6 +625,7 @@ class BayesAgent:
         bs = self.belief_state
         model, model_scale = self._plan_model()
         length = _T - t
+        forced = None if self._calendar is None else calendar_forced(self._calendar, t)
         fresh = self._plan is None or len(self._plan) < length
         plan = self._initial_plan(meters, t) if fresh else self._plan[len(self._plan) - length :]
         # Joined mid-week (or skipped steps): unknown past rewards count as 0.
@@ -607,8 +649,11 @@ class BayesAgent:
             bs.prior_prec + bs.data_precision(),
             None if scale == 1.0 else scale,
             bonus,
+            forced,
         )
         plan = self._check_plan(plan, model, meters, t)
+        if forced:  # the calendar decides those steps whatever a safety layer says
+            plan = apply_forced(plan, forced)
         self._plan = plan[1:]
         a = int(plan[0])
         self._reason = self._describe(a, meters)

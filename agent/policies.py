@@ -11,6 +11,9 @@
   20,000 prior profiles (:mod:`agent.ideal`; a reference: the limit a belief can approach).
 - ``bayes-robust``: :class:`agent.robust.RobustAgent`, the teacher that learns per-action
   effects and its own model error (for people who do not follow the spec's equations).
+- ``bayes-calendar``: ``bayes`` that reads the week's calendar from the observation (calendar
+  weeks, :mod:`simulator.calendar`) and plans with the fixed slots forced; in a week without
+  a calendar it is ``bayes``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ AGENT_POLICIES = {
     "belief-only": lambda: BayesAgent(plan=False),
     "ideal": lambda: IdealPolicy(BayesAgent()),
     "bayes-robust": lambda: RobustAgent(),
+    "bayes-calendar": lambda: BayesAgent(use_calendar=True),
 }
 
 

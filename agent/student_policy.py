@@ -12,6 +12,11 @@ every observation condition:
   that was not observed (an ignored recommendation in the answers-only condition) shows the
   recommendation (its feedback line says it was ignored). The student was trained on clean
   weeks only, so this measures how it copes, not a trained skill.
+- **Calendar weeks** (:mod:`simulator.calendar`). With ``read_calendar`` the week's fixed
+  slots in the observation become the prompt's calendar lines (:func:`calendar_events`:
+  ``cal d0 morning "ADMIN_WORK"`` in format v1/v2, ``cal morning ADMIN_WORK`` under each day
+  in v3). The shipped v1 student never saw such lines in training: what it does with them
+  is measured, not taught. Without ``read_calendar`` the calendar is not shown.
 """
 
 from __future__ import annotations
@@ -33,15 +38,16 @@ _RESPONSES = {1: "accepted", 2: "ignored"}
 class StudentPolicy:
     """A language-model student in any feedback / observation mode (module docstring)."""
 
-    def __init__(self, model: Model, max_tokens: int = 24) -> None:
+    def __init__(self, model: Model, max_tokens: int = 24, read_calendar: bool = False) -> None:
         self.llm = LLMPolicy(model, form="compact", max_tokens=max_tokens)
+        self.read_calendar = bool(read_calendar)
         self.feedback = False
         self.observe = "clean"
         self.reset(0)
 
     @classmethod
-    def from_gguf(cls, path: str | Path, n_ctx: int = 2048) -> StudentPolicy:
-        return cls(LlamaCppModel(path, n_ctx=n_ctx, n_threads=1))
+    def from_gguf(cls, path: str | Path, n_ctx: int = 2048, read_calendar: bool = False) -> StudentPolicy:
+        return cls(LlamaCppModel(path, n_ctx=n_ctx, n_threads=1), read_calendar=read_calendar)
 
     def configure(self, feedback: bool = False, observe: str = "clean") -> None:
         self.feedback = bool(feedback)
@@ -80,6 +86,25 @@ class StudentPolicy:
                     "slot": (t - 1) % spec.SLOTS_PER_DAY,
                 }
             )
+        context: dict[str, Any] = {}
+        if self.read_calendar and observation.get("calendar") is not None:
+            context["events"] = calendar_events(observation["calendar"])
         if self._answers:
-            self.llm.set_context({"feedback": self._answers[-MAX_FEEDBACK:]})
+            context["feedback"] = self._answers[-MAX_FEEDBACK:]
+        if context:
+            self.llm.set_context(context)
         return self.llm.act(self.view(observation))
+
+
+def calendar_events(calendar) -> list[dict[str, Any]]:
+    """A calendar week's fixed slots (28 action ids, ids >= 10 free) as prompt context items
+    ``{"day", "slot", "action", "title"}``, the title being the action's name (the
+    simulator's commitments have no other), in week order."""
+    cal = np.asarray(calendar, dtype=np.int64).reshape(-1)
+    out = []
+    for t, a in enumerate(cal.tolist()):
+        if 0 <= a < spec.N_ACTIONS:
+            day, slot = divmod(t, spec.SLOTS_PER_DAY)
+            name = spec.ACTIONS[a]
+            out.append({"day": day, "slot": spec.SLOTS[slot], "action": name, "title": name})
+    return out

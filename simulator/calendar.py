@@ -7,7 +7,9 @@ per episode from a realistic pattern, by the episode's own generator
 without it), and in a fixed slot the person does the commitment's action whatever the agent
 recommends. The agent is told the whole week's calendar (as the product knows its calendar):
 the observation gains ``calendar`` (28 action ids, ``NO_ACTION`` = free). The grader scores
-the week that actually happened.
+the week that actually happened (spec 8 unchanged; the belief emitted with an overridden
+step still counts). Calendar weeks are defined for the plain protocol only: in feedback mode
+a recommendation may be ignored, and a commitment is not a recommendation (refused).
 
 The pattern (per episode): a working week on Monday to Friday, each morning booked with
 probability ``p_work_morning`` (deep work or meetings), each afternoon with
@@ -73,6 +75,11 @@ class CalendarWeek(gym.Wrapper):
     gave way to a commitment) are added for evaluation."""
 
     def __init__(self, env: gym.Env, **pattern: float):
+        inner = env.unwrapped
+        if getattr(inner, "feedback", False) or getattr(inner, "observe", "clean") != "clean":
+            # In feedback mode the action is a recommendation the person may ignore; a
+            # commitment is not a recommendation, so the two modes do not combine.
+            raise ValueError("calendar weeks are defined for the plain protocol, not feedback mode")
         super().__init__(env)
         self.pattern = pattern
         self.observation_space = spaces.Dict(
@@ -106,6 +113,10 @@ class CalendarWeek(gym.Wrapper):
         self._t = t + 1
         info = {**info, "calendar": self._cal.copy(), "overridden": list(self._overridden)}
         return self._with(obs), reward, terminated, truncated, info
+
+    def grade(self):
+        """The spec 8 grade of the week that happened (the wrapped env's)."""
+        return self.env.unwrapped.grade()
 
     def _with(self, obs: dict[str, Any]) -> dict[str, Any]:
         return {**obs, "calendar": self._cal.copy()}

@@ -11,6 +11,11 @@ A policy with ``act_batch`` runs on :class:`simulator.batch.BatchEnv`, any other
 :mod:`simulator.worlds`, on ``RhythmEnv`` (the batch engine has no worlds);
 :func:`evaluate_worlds` evaluates one policy across the suite, on the same seeds in every
 world.
+
+``calendar`` plays calendar weeks (:class:`simulator.calendar.CalendarWeek`: some slots
+fixed by commitments, the person does the commitment whatever the policy says; the
+observation carries the week's ``calendar``), on ``RhythmEnv``. It combines with any
+condition and world; the grade is the spec's, of the week that happened.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import numpy as np
 
 from simulator import spec, worlds
 from simulator.batch import BatchEnv
+from simulator.calendar import CalendarWeek
 from simulator.env import RhythmEnv
 from simulator.grader import COMPONENTS
 from simulator.policies import Policy, get_policy
@@ -65,6 +71,8 @@ class EvalResult:
     mean_reward: float
     published: float | None
     world: str = worlds.NOMINAL
+    calendar: bool = False
+    overridden_mean: float | None = None  # calendar weeks: steps a commitment overrode
 
     @property
     def components(self) -> dict[str, float]:
@@ -130,9 +138,14 @@ def run_env(
     profiles: Sequence[str] | None = None,
     progress: Progress | None = None,
     world: str | None = None,
+    calendar: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Play the episodes one by one on ``RhythmEnv``; returns grade arrays like :func:`run_batch`."""
-    env = RhythmEnv(condition=condition, world=world)
+    """Play the episodes one by one on ``RhythmEnv`` (in calendar weeks with ``calendar``);
+    returns grade arrays like :func:`run_batch`, plus ``overridden`` (steps per episode where
+    a commitment replaced a different recommendation) in calendar weeks."""
+    base = RhythmEnv(condition=condition, world=world)
+    env = CalendarWeek(base) if calendar else base
+    overridden: list[int] = []
     rows: list[dict[str, Any]] = []
     seeds = list(seeds)
     for i, seed in enumerate(seeds):
@@ -146,7 +159,8 @@ def run_env(
             action, belief = policy.act(obs)
             step_action = action if belief is None else {"action": action, "belief": belief}
             obs, _, terminated, _, info = env.step(step_action)
-        rows.append(env.grade().to_dict())
+        rows.append(base.grade().to_dict())
+        overridden.append(len(info.get("overridden", ())))
         if progress is not None:
             progress(i + 1, len(seeds))
     out = {
@@ -155,6 +169,8 @@ def run_env(
     out["belief_mae"] = np.array(
         [np.nan if r["belief_mae"] is None else r["belief_mae"] for r in rows]
     )
+    if calendar:
+        out["overridden"] = np.array(overridden, dtype=np.float64)
     return out
 
 
@@ -166,6 +182,7 @@ def rollout(
     engine: str = "auto",
     progress: Progress | None = None,
     world: str | None = None,
+    calendar: bool = False,
 ) -> dict[str, np.ndarray]:
     """Per-episode grade arrays of a policy (name or instance) under a protocol condition."""
     pol = get_policy(policy) if isinstance(policy, str) else policy
@@ -175,16 +192,25 @@ def rollout(
     if worlds.parse_world(world):
         if engine == "batch":
             raise ValueError("the batch engine has no misspecified worlds; use engine env")
-        return run_env(pol, seeds, env_condition, profiles, progress, world)
+        return run_env(pol, seeds, env_condition, profiles, progress, world, calendar)
+    if calendar:
+        if engine == "batch":
+            raise ValueError("the batch engine has no calendar weeks; use engine env")
+        return run_env(pol, seeds, env_condition, profiles, progress, None, True)
     use_batch = engine == "batch" or (engine == "auto" and hasattr(pol, "act_batch"))
     runner = run_batch if use_batch else run_env
     return runner(pol, seeds, env_condition, profiles, progress)
 
 
 def summarize(
-    policy: str, condition: str, g: dict[str, np.ndarray], world: str | None = None
+    policy: str,
+    condition: str,
+    g: dict[str, np.ndarray],
+    world: str | None = None,
+    calendar: bool = False,
 ) -> EvalResult:
-    """Means, the 95% interval of the mean final_score (normal approximation) and crashes."""
+    """Means, the 95% interval of the mean final_score (normal approximation) and crashes.
+    The published figures are the plain protocol's: None in another world or calendar weeks."""
     scores = g["final_score"]
     n = len(scores)
     mean = float(scores.mean())
@@ -203,9 +229,11 @@ def summarize(
         crashes_total=int(g["crashes"].sum()),
         mean_reward=float(g["mean_reward"].mean()),
         published=PUBLISHED.get(policy, {}).get(condition)
-        if not worlds.parse_world(world)
+        if not worlds.parse_world(world) and not calendar
         else None,
         world=worlds.NOMINAL if world is None else world,
+        calendar=bool(calendar),
+        overridden_mean=float(g["overridden"].mean()) if "overridden" in g else None,
     )
 
 
@@ -217,12 +245,17 @@ def evaluate(
     engine: str = "auto",
     progress: Progress | None = None,
     world: str | None = None,
+    calendar: bool = False,
+    name: str | None = None,
 ) -> EvalResult:
     """Evaluate a policy (registered name or instance) under one protocol condition, in
-    the nominal world or a misspecified one (``world``, see :mod:`simulator.worlds`)."""
-    name = policy if isinstance(policy, str) else type(policy).__name__
-    g = rollout(policy, condition, episodes, seed_offset, engine, progress, world)
-    return summarize(name, condition, g, world)
+    the nominal world or a misspecified one (``world``, see :mod:`simulator.worlds`), in
+    plain or calendar weeks (``calendar``). ``name``: the row's policy name (default the
+    registered name, or the instance's class name)."""
+    if name is None:
+        name = policy if isinstance(policy, str) else type(policy).__name__
+    g = rollout(policy, condition, episodes, seed_offset, engine, progress, world, calendar)
+    return summarize(name, condition, g, world, calendar)
 
 
 def evaluate_all(

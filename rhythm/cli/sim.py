@@ -75,12 +75,22 @@ def eval_cmd(
         help="A misspecified world (nominal, effects, timing, noise, kind, drift, hidden, "
         "all, or departures joined with +), or all-worlds for the per-world table.",
     ),
+    calendar: bool = typer.Option(
+        False,
+        "--calendar",
+        help="Calendar weeks: some slots fixed by commitments the person keeps whatever is "
+        "recommended (bayes-calendar plans around them; bayes does not).",
+    ),
+    read_calendar: bool = typer.Option(
+        False, "--read-calendar", help="With --calendar: show the student the fixed slots as cal lines."
+    ),
 ) -> None:
     """Evaluate a policy: final_score mean with 95% interval, grader components, belief_mae, crashes.
 
     With --feedback (or another --observe), also acceptance, the belief_mae after k answers
     and the structureless reference's. `--policy student` is the bundled GGUF student,
-    `--policy student:PATH.gguf` another one (llama-cpp-python)."""
+    `--policy student:PATH.gguf` another one (llama-cpp-python). With --calendar, in
+    calendar weeks (simulator.calendar), also the steps a commitment overrode."""
     student = _student_path(policy)
     if student is None and policy not in policy_names():
         raise typer.BadParameter(
@@ -96,11 +106,12 @@ def eval_cmd(
             "--world is measured in the plain protocol: not with --feedback, --observe or the student",
             param_hint="--world",
         )
+    _check_calendar(calendar, read_calendar, student is not None, feedback, observe, world)
     if observe not in OBSERVE_CONDITIONS:
         raise typer.BadParameter(
             f"expected one of {', '.join(OBSERVE_CONDITIONS)}", param_hint="--observe"
         )
-    if student is not None or feedback or observe != "clean":
+    if not calendar and (student is not None or feedback or observe != "clean"):
         fresults = {
             c: evaluate_feedback(
                 _make_policy(policy, student),
@@ -134,14 +145,46 @@ def eval_cmd(
         worlds.parse_world(world)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--world") from None
+    name = f"{policy} (calendar lines)" if read_calendar else policy
+    target = _make_policy(policy, student, read_calendar) if student is not None else policy
     results = {
-        c: evaluate(policy, c, episodes=episodes, seed_offset=seed_offset, world=world)
+        c: evaluate(
+            target,
+            c,
+            episodes=episodes,
+            seed_offset=seed_offset,
+            world=world,
+            calendar=calendar,
+            name=name,
+        )
         for c in conditions
     }
     nominal = world == worlds.NOMINAL
-    # The published figures are for the spec's world only.
-    published = condition == "all" and nominal
-    _print_results(policy, results, json_out, published, None if nominal else world)
+    # The published figures are for the spec's world, in plain weeks, only.
+    published = condition == "all" and nominal and not calendar
+    _print_results(name, results, json_out, published, None if nominal else world, calendar)
+
+
+def _check_calendar(
+    calendar: bool, read_calendar: bool, student: bool, feedback: bool, observe: str, world: str
+) -> None:
+    """Calendar weeks are measured in the plain protocol (simulator.calendar); one line otherwise."""
+    if read_calendar and not calendar:
+        raise typer.BadParameter("--read-calendar needs --calendar", param_hint="--read-calendar")
+    if read_calendar and not student:
+        raise typer.BadParameter(
+            "--read-calendar is for the student; the agent that reads the calendar is bayes-calendar",
+            param_hint="--read-calendar",
+        )
+    if calendar and (feedback or observe != "clean"):
+        raise typer.BadParameter(
+            "--calendar is measured in the plain protocol: not with --feedback or --observe",
+            param_hint="--calendar",
+        )
+    if calendar and world == ALL_WORLDS:
+        raise typer.BadParameter(
+            "--calendar takes one world, not all-worlds", param_hint="--calendar"
+        )
 
 
 def _print_results(
@@ -150,12 +193,15 @@ def _print_results(
     json_out: bool,
     published: bool,
     world: str | None,
+    calendar: bool = False,
 ) -> None:
     condition = "all" if published else None
     if json_out:
         payload = {"policy": policy, "results": {c: r.to_dict() for c, r in results.items()}}
         if world is not None:
             payload["world"] = world
+        if calendar:
+            payload["calendar"] = True
         if condition == "all":
             payload["published"] = PUBLISHED
             payload["published_belief_mae"] = PUBLISHED_BELIEF_MAE
@@ -163,7 +209,7 @@ def _print_results(
         return
     if condition == "all":
         console.print(_three_condition_table(policy, results))
-    console.print(_detail_table(policy, results, world=world))
+    console.print(_detail_table(policy, results, world=world, calendar=calendar))
 
 
 def _eval_all_worlds(
@@ -221,7 +267,7 @@ def _student_path(policy: str):
     return path
 
 
-def _make_policy(policy: str, student):
+def _make_policy(policy: str, student, read_calendar: bool = False):
     if student is None:
         return policy
     from importlib.util import find_spec
@@ -238,7 +284,7 @@ def _make_policy(policy: str, student):
         check_gguf(student)
     except ModelError as exc:
         raise typer.BadParameter(str(exc), param_hint="--policy") from None
-    return StudentPolicy.from_gguf(student)
+    return StudentPolicy.from_gguf(student, read_calendar=read_calendar)
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -274,8 +320,10 @@ def _detail_table(
     results: dict[str, EvalResult],
     feedback: dict[str, FeedbackEvalResult] | None = None,
     world: str | None = None,
+    calendar: bool = False,
 ) -> Table:
     where = "" if world in (None, worlds.NOMINAL) else f" in world {world}"
+    where += " in calendar weeks" if calendar else ""
     t = Table(title=f"{policy}{where}: means over episodes")
     t.add_column("")
     for c in results:
@@ -293,6 +341,8 @@ def _detail_table(
     t.add_row("crashes / episode", *(f"{r.crashes_mean:.2f}" for r in rs))
     t.add_row("crashes total", *(str(r.crashes_total) for r in rs))
     t.add_row("mean reward", *(f"{r.mean_reward:.3f}" for r in rs))
+    if calendar:
+        t.add_row("overridden / week", *(_fmt(r.overridden_mean, 2) for r in rs))
     if feedback:
         fs = list(feedback.values())
         t.add_row("observe", *(f.observe for f in fs))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from rhythm.cli.sim import app
@@ -166,3 +167,33 @@ def test_eval_rejects_an_unknown_world_in_one_line():
         app, ["eval", "--policy", "random", "--world", "all-worlds", "--condition", "all"]
     )
     assert res.exit_code != 0 and "one condition" in res.output
+
+
+def test_eval_in_calendar_weeks_matches_the_library():
+    res = runner.invoke(
+        app, ["eval", "--policy", "bayes-calendar", "--calendar", "--episodes", "3", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    got = data["results"]["in-dist"]
+    want = evaluate("bayes-calendar", "in-dist", episodes=3, calendar=True).to_dict()
+    assert data["calendar"] is True and got["calendar"] is True
+    assert got["final_score"] == want["final_score"] and got["overridden_mean"] == 0.0
+    res = runner.invoke(app, ["eval", "--policy", "heuristic", "--calendar", "--episodes", "3"])
+    assert res.exit_code == 0 and "calendar weeks" in res.stdout and "overridden / week" in res.stdout
+
+
+@pytest.mark.parametrize(
+    "args, hint",
+    [
+        (["--policy", "bayes", "--calendar", "--feedback"], "--calendar"),
+        (["--policy", "bayes", "--calendar", "--observe", "noisy"], "--calendar"),
+        (["--policy", "bayes", "--calendar", "--world", "all-worlds"], "--calendar"),
+        (["--policy", "bayes", "--calendar", "--read-calendar"], "--read-calendar"),
+        (["--policy", "student", "--read-calendar"], "--read-calendar"),
+    ],
+)
+def test_calendar_combinations_that_are_not_measured_are_usage_errors(args, hint):
+    res = runner.invoke(app, ["eval", *args, "--episodes", "2"])
+    assert res.exit_code == 2 and hint in res.output
+    assert "Traceback" not in res.output
