@@ -78,3 +78,14 @@ def test_only_storage_touches_the_database_connection():
             if re.search(r"\.con\b|duckdb\.connect\(", line):
                 offenders.append(f"{rel}:{i}: {line.strip()}")
     assert offenders == []
+
+
+def test_no_script_folder_shadows_a_standard_library_module():
+    """A script runs with its own folder first on sys.path: benchmarks/calendar.py once hid
+    the standard `calendar` module from every other benchmark."""
+    import sys
+
+    for folder in ("benchmarks", "scripts"):
+        here = Path(__file__).resolve().parent.parent / folder
+        clash = sorted(p.stem for p in here.glob("*.py") if p.stem in sys.stdlib_module_names)
+        assert clash == [], f"{folder}/: {clash} shadow the standard library"

@@ -237,7 +237,7 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
 
 def keep_sections(path: Path, generated: str) -> str:
     """``generated`` followed by the ``## `` sections of the file already at ``path`` (other
-    measurements other scripts write there, e.g. benchmarks/calendar.py): this script owns
+    measurements other scripts write there, e.g. benchmarks/calendar_weeks.py): this script owns
     only the part before the first ``## `` heading."""
     if not path.exists():
         return generated

@@ -1,9 +1,9 @@
 """Weeks with a calendar: what planning around the fixed slots is worth (issue 19 item 9).
 
-    .venv/bin/python benchmarks/calendar.py                        # 100 episodes, markdown table
-    .venv/bin/python benchmarks/calendar.py --episodes 30 --student-episodes 10
-    .venv/bin/python benchmarks/calendar.py --no-student --json
-    .venv/bin/python benchmarks/calendar.py --results-md docs/results.md   # (re)writes its section there
+    .venv/bin/python benchmarks/calendar_weeks.py                        # 100 episodes, markdown table
+    .venv/bin/python benchmarks/calendar_weeks.py --episodes 30 --student-episodes 10
+    .venv/bin/python benchmarks/calendar_weeks.py --no-student --json
+    .venv/bin/python benchmarks/calendar_weeks.py --results-md docs/results.md   # (re)writes its section there
 
 Every policy plays the same in-dist seeds 0..N-1 in calendar weeks
 (:class:`simulator.calendar.CalendarWeek`: a share of the week's slots is fixed by
@@ -174,7 +174,7 @@ SECTION = "## Weeks with a calendar"
 
 def section(res: dict, argv: list[str]) -> str:
     """The generated docs section: heading, the command that made it, the tables."""
-    cmd = " ".join(["python benchmarks/calendar.py", *argv])
+    cmd = " ".join(["python benchmarks/calendar_weeks.py", *argv])
     return "\n".join(
         [
             SECTION,
