@@ -39,7 +39,11 @@ from storage.db import Database
 # Meters computed from real data are much noisier than the simulator's 0.012 per step.
 REAL_NOISE_SD = 0.08
 HISTORY_WEEKS = 2  # earlier weeks fed to the belief before this week's slots
+#: The simulator student (prompt format v1): `rhythm sim eval --policy student`.
 BUNDLED_MODEL = "student-q8_0.gguf"
+#: The student trained on product-shaped weeks (format v3: unknown meters and actions,
+#: calendar and answer lines): what `rhythm recommend` asks on real days.
+PRODUCT_MODEL = "student-real-q8_0.gguf"
 REFINED_MODEL = "student-refined.gguf"
 BAYES_MODEL = "bayes-v1"
 NIGHTS_DAYS = 28
@@ -133,12 +137,18 @@ def _iso(t: datetime | None) -> str | None:
     return None if t is None else t.isoformat(timespec="minutes")
 
 
-def bundled_model_path() -> Path | None:
+def bundled_model_path(name: str = BUNDLED_MODEL) -> Path | None:
+    """A GGUF shipped in the package (``rhythm/models``), None if this install has none."""
     try:
-        p = resources.files("rhythm.models") / BUNDLED_MODEL
+        p = resources.files("rhythm.models") / name
     except ModuleNotFoundError:
         return None
     return Path(str(p)) if p.is_file() else None
+
+
+def product_model_path() -> Path | None:
+    """The bundled model for real days: the product-shaped student, else the simulator one."""
+    return bundled_model_path(PRODUCT_MODEL) or bundled_model_path()
 
 
 def refined_model_path(settings: Settings) -> Path:
@@ -149,14 +159,14 @@ def refined_model_path(settings: Settings) -> Path:
 def choose_backend(settings: Settings) -> tuple[str, Path | None]:
     """("bayes", None) or ("llm", path): settings.agent_backend auto|bayes|llm. The model is
     ``model_path`` if set, else the refined student if ``rhythm train refine`` installed one,
-    else the bundled student."""
+    else the bundled product-shaped student (``product_model_path``)."""
     backend = settings.agent_backend
     if backend not in ("auto", "bayes", "llm"):
         raise ConfigError(f"agent_backend must be auto, bayes or llm, not {backend!r}")
     if backend == "bayes":
         return "bayes", None
     refined = refined_model_path(settings)
-    path = settings.model_path or (refined if refined.is_file() else None) or bundled_model_path()
+    path = settings.model_path or (refined if refined.is_file() else None) or product_model_path()
     if path is None:
         if backend == "llm":
             raise ModelError("agent_backend is llm but no model: set model_path to a local GGUF file")

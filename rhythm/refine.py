@@ -31,9 +31,9 @@ from rhythm.recommend import (
     HISTORY_WEEKS,
     _calendar,
     _nights,
-    bundled_model_path,
     model_prompt,
     person_belief,
+    product_model_path,
     refined_model_path,
 )
 from rhythm.settings import Settings, user_zone
@@ -147,7 +147,7 @@ def refine(
     from agent.runtime import check_gguf
     from training.answers import RefineSettings, gguf_prompt_format, refine_gguf
 
-    base = Path(base).expanduser() if base else bundled_model_path()
+    base = Path(base).expanduser() if base else product_model_path()
     if base is None:
         raise ModelError("no bundled student in this install: give --base PATH.gguf")
     if not base.is_file():

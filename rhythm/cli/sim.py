@@ -88,13 +88,14 @@ def eval_cmd(
     """Evaluate a policy: final_score mean with 95% interval, grader components, belief_mae, crashes.
 
     With --feedback (or another --observe), also acceptance, the belief_mae after k answers
-    and the structureless reference's. `--policy student` is the bundled GGUF student,
-    `--policy student:PATH.gguf` another one (llama-cpp-python). With --calendar, in
+    and the structureless reference's. `--policy student` is the bundled simulator student
+    (format v1), `student-real` the bundled product-shaped one (v3), `student:PATH.gguf`
+    another one (llama-cpp-python). With --calendar, in
     calendar weeks (simulator.calendar), also the steps a commitment overrode."""
     student = _student_path(policy)
     if student is None and policy not in policy_names():
         raise typer.BadParameter(
-            f"unknown policy {policy!r}; known: {', '.join(policy_names())}, student, "
+            f"unknown policy {policy!r}; known: {', '.join(policy_names())}, student, student-real, "
             "student:PATH.gguf",
             param_hint="--policy",
         )
@@ -249,15 +250,16 @@ def _worlds_table(policy: str, condition: str, results: dict[str, EvalResult]) -
 
 
 def _student_path(policy: str):
-    """The GGUF of ``student`` (the bundled one) or ``student:PATH``; None for other names."""
-    if policy != "student" and not policy.startswith("student:"):
+    """The GGUF of ``student`` (the bundled simulator student, format v1), ``student-real``
+    (the bundled product-shaped student, format v3) or ``student:PATH``; None for other names."""
+    if policy not in ("student", "student-real") and not policy.startswith("student:"):
         return None
     from pathlib import Path
 
-    if policy == "student":
-        from rhythm.recommend import bundled_model_path
+    if policy in ("student", "student-real"):
+        from rhythm.recommend import BUNDLED_MODEL, PRODUCT_MODEL, bundled_model_path
 
-        path = bundled_model_path()
+        path = bundled_model_path(BUNDLED_MODEL if policy == "student" else PRODUCT_MODEL)
         if path is None:
             raise typer.BadParameter("no bundled student model in this install", param_hint="--policy")
         return path

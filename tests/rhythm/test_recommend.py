@@ -79,17 +79,27 @@ def test_plans_the_rest_of_the_day_from_the_current_slot(settings):
     models = [r[4] for r in rows]
     assert models[1:] == ["bayes-v1"] * (len(rows) - 1)
     if HAVE_LLAMA_CPP:
-        assert models[0] == "llm:student-q8_0.gguf" or any("stands" in n for n in plan.notes)
+        assert models[0] == "llm:student-real-q8_0.gguf" or any("stands" in n for n in plan.notes)
     else:
         assert models[0] == "bayes-v1"
 
 
 def test_the_bundled_student_is_the_default_and_bayes_stays_available(settings):
 
-    from rhythm.recommend import bundled_model_path, choose_backend
+    from rhythm.recommend import (
+        PRODUCT_MODEL,
+        bundled_model_path,
+        choose_backend,
+        product_model_path,
+    )
 
-    bundled = bundled_model_path()
-    assert bundled is not None and bundled.name == "student-q8_0.gguf"
+    assert bundled_model_path() is not None and bundled_model_path().name == "student-q8_0.gguf"  # the simulator's
+    bundled = product_model_path()  # what a real day asks: the product-shaped student
+    assert bundled is not None and bundled.name == PRODUCT_MODEL
+    if HAVE_LLAMA_CPP:
+        from agent.runtime import LlamaCppModel
+
+        assert LlamaCppModel(bundled).prompt_format == "rhythm v3"
     assert bundled.stat().st_size < 20e6  # the size bound
     assert (bundled.parent / "MODEL_CARD.md").read_text().startswith("# Rhythm student")
     expected = ("llm", bundled) if HAVE_LLAMA_CPP else ("bayes", None)
@@ -171,7 +181,7 @@ def test_llm_backend_without_a_model_is_a_clear_error(settings, monkeypatch):
 
     from common.errors import ModelError
 
-    monkeypatch.setattr("rhythm.recommend.bundled_model_path", lambda: None)  # an install without it
+    monkeypatch.setattr("rhythm.recommend.bundled_model_path", lambda *name: None)  # an install without it
 
     with pytest.raises(ModelError, match="model_path"):
         recommend(replace(settings, agent_backend="llm"), day=DAY, now=_now(DAY, 8))
