@@ -474,10 +474,11 @@ def simulator_delta(meters: np.ndarray, slot: int, action: int | None) -> np.nda
     return np.mean([expected_delta(m, slot, a, Profile.neutral()) for a in range(N_ACTIONS)], axis=0)
 
 
-def prediction_errors(steps: Sequence[Step], fit: PersonalDynamics) -> dict[str, tuple[float, int]]:
+def prediction_errors(steps: Sequence[Step], fit: PersonalDynamics | None) -> dict[str, tuple[float, int]]:
     """MAE (and how many meter components) of the three predictors over ``steps``: every
-    component observed before and after counts."""
-    errs: dict[str, list[float]] = {p: [] for p in PREDICTORS}
+    component observed before and after counts. ``fit`` None: no change and the simulator
+    only."""
+    errs: dict[str, list[float]] = {p: [] for p in PREDICTORS if fit is not None or p != "fitted"}
     for st in steps:
         ok = np.isfinite(st.before) & np.isfinite(st.after)
         if not ok.any():
@@ -485,7 +486,8 @@ def prediction_errors(steps: Sequence[Step], fit: PersonalDynamics) -> dict[str,
         y = (st.after - st.before)[ok]
         errs["no_change"].extend(np.abs(y))
         errs["simulator"].extend(np.abs(y - simulator_delta(st.before, st.slot, st.action)[ok]))
-        errs["fitted"].extend(np.abs(y - fit.predict(st.before, st.slot, st.action, st.carried)[ok]))
+        if fit is not None:
+            errs["fitted"].extend(np.abs(y - fit.predict(st.before, st.slot, st.action, st.carried)[ok]))
     return {p: (float(np.mean(v)) if v else float("nan"), len(v)) for p, v in errs.items()}
 
 

@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 from agent.personal import (  # noqa: E402
     SlotMeters,
     heldout_errors,
-    simulator_delta,
+    prediction_errors,
     transitions,
 )
 from common.records import ACTIONS, METERS, SLOTS  # noqa: E402
@@ -67,17 +67,8 @@ def levels(slots: list[SlotMeters]) -> list[SlotMeters]:
 
 def level_errors(slots: list[SlotMeters], test_from: date | None) -> dict[str, float]:
     """The simulator's dynamics and no change on the carry-over levels, same test days."""
-    errs: dict[str, list[float]] = {"simulator": [], "no_change": []}
-    for st in transitions(levels(slots)):
-        if test_from is None or st.day < test_from:
-            continue
-        ok = np.isfinite(st.before) & np.isfinite(st.after)
-        if not ok.any():
-            continue
-        y = (st.after - st.before)[ok]
-        errs["no_change"].extend(np.abs(y))
-        errs["simulator"].extend(np.abs(y - simulator_delta(st.before, st.slot, st.action)[ok]))
-    return {k: float(np.mean(v)) if v else float("nan") for k, v in errs.items()}
+    steps = [st for st in transitions(levels(slots)) if test_from is not None and st.day >= test_from]
+    return {k: v for k, (v, _) in prediction_errors(steps, None).items()}
 
 
 def evaluate(name: str, slots: list[SlotMeters]) -> dict:
