@@ -23,7 +23,6 @@ wipe can drop them with the rows. The .ics connector uses source "calendar"; API
 
 from __future__ import annotations
 
-import http.client
 import json
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, date, datetime, time, timedelta
@@ -33,8 +32,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from common.errors import ApiError, AuthError
 from common.records import Deletion, Event, RawRecord, Skipped
 from common.timeutil import in_sane_range
+from connectors import google_http
 from connectors.checkpoint import Checkpoint
-from connectors.http import RetryPolicy, parse_retry_after, with_retries
+from connectors.http import RetryPolicy, with_retries
 from connectors.screen import OUT_OF_RANGE, READ_ERRORS, screen
 
 SOURCE = "google"
@@ -120,46 +120,16 @@ class GoogleCalendarClient:
                 return
 
 
-def _status(exc: BaseException) -> int | None:
-    resp = getattr(exc, "resp", None)
-    status = getattr(resp, "status", None)
+def _rate_limited(exc: BaseException) -> bool:
     try:
-        return int(status) if status is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _reason(exc: BaseException) -> str:
-    try:
-        return str(exc._get_reason())  # type: ignore[attr-defined]  # HttpError
+        reason = str(exc._get_reason())  # type: ignore[attr-defined]  # HttpError
     except Exception:
-        return ""
+        return False
+    return "rate limit" in reason.lower()
 
 
 def _classify(exc: BaseException) -> tuple[str, float | None] | None:
-    from googleapiclient.errors import HttpError
-
-    if isinstance(exc, HttpError):
-        status = _status(exc)
-        if status == 429 or (status == 403 and "rate limit" in _reason(exc).lower()):
-            headers = getattr(exc, "resp", {}) or {}
-            wait = parse_retry_after(headers.get("retry-after")) if hasattr(headers, "get") else None
-            return ("rate", wait)
-        if status is not None and status >= 500:
-            return ("server", None)
-        return None
-    if isinstance(exc, ConnectionError | TimeoutError | OSError):
-        return ("server", None)
-    if isinstance(exc, http.client.HTTPException):  # IncompleteRead: a body cut mid-response
-        return ("server", None)
-    try:
-        import httplib2
-
-        if isinstance(exc, httplib2.HttpLib2Error):
-            return ("server", None)
-    except ImportError:  # pragma: no cover - httplib2 comes with googleapiclient
-        pass
-    return None
+    return google_http.classify(exc, _rate_limited)
 
 
 def _raise_mapped(exc: BaseException) -> None:
@@ -170,7 +140,7 @@ def _raise_mapped(exc: BaseException) -> None:
     if isinstance(exc, RefreshError):
         raise AuthError("google: refresh token rejected; run `rhythm auth google` again") from None
     if isinstance(exc, HttpError):
-        status = _status(exc)
+        status = google_http.http_status(exc)
         if status == 410:
             raise SyncTokenExpired() from None
         if status in (401, 403):
@@ -181,21 +151,8 @@ def _raise_mapped(exc: BaseException) -> None:
 
 
 def build_service(api_base: str, credentials: Any) -> Any:
-    """A Calendar v3 Resource pointed at `api_base` (a setting: tests use a loopback URL).
-
-    Uses the discovery document shipped with the library (no network) and
-    `client_options.api_endpoint`, which replaces root URL + service path.
-    """
-    from googleapiclient.discovery import build
-
-    return build(
-        "calendar",
-        "v3",
-        credentials=credentials,
-        static_discovery=True,
-        cache_discovery=False,
-        client_options={"api_endpoint": api_base.rstrip("/") + "/"},
-    )
+    """A Calendar v3 Resource pointed at `api_base` (a setting: tests use a loopback URL)."""
+    return google_http.build_service("calendar", "v3", api_base, credentials)
 
 
 # -- mapping ------------------------------------------------------------------------------

@@ -47,7 +47,8 @@ from common.rhythm_blocks import (
     CalendarBlock,
     is_rhythm_google_event,
 )
-from connectors.http import RetryPolicy, parse_retry_after, with_retries
+from connectors import google_http
+from connectors.http import RetryPolicy, with_retries
 
 READ_SCOPE = "https://www.googleapis.com/auth/calendar.readonly"
 WRITE_SCOPE = "https://www.googleapis.com/auth/calendar.events"
@@ -106,7 +107,7 @@ class GoogleCalendarWriter:
             try:
                 body = with_retries(call, name="google", policy=self.policy, classify=_classify)
             except HttpError as exc:
-                status = _status(exc)
+                status = google_http.http_status(exc)
                 if status in allow:
                     return int(status), {}
                 if status == 403 and _insufficient_scope(exc) and self.reauthorize and not reauthorized:
@@ -202,14 +203,6 @@ def _only_rhythms(event: Mapping[str, Any]) -> None:
 
 
 # -- errors -------------------------------------------------------------------------------------
-def _status(exc: BaseException) -> int | None:
-    status = getattr(getattr(exc, "resp", None), "status", None)
-    try:
-        return int(status) if status is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
 def _error_doc(exc: BaseException) -> dict[str, Any]:
     try:
         doc = json.loads(getattr(exc, "content", b"") or b"{}")
@@ -231,27 +224,7 @@ def _insufficient_scope(exc: BaseException) -> bool:
 
 
 def _classify(exc: BaseException) -> tuple[str, float | None] | None:
-    from googleapiclient.errors import HttpError
-
-    if isinstance(exc, HttpError):
-        status = _status(exc)
-        if status == 429 or (status == 403 and _reasons(exc) & _RATE_REASONS):
-            headers = getattr(exc, "resp", {}) or {}
-            wait = parse_retry_after(headers.get("retry-after")) if hasattr(headers, "get") else None
-            return ("rate", wait)
-        if status is not None and status >= 500:
-            return ("server", None)
-        return None
-    if isinstance(exc, ConnectionError | TimeoutError | OSError):
-        return ("server", None)
-    try:
-        import httplib2
-
-        if isinstance(exc, httplib2.HttpLib2Error):
-            return ("server", None)
-    except ImportError:  # pragma: no cover - httplib2 comes with googleapiclient
-        pass
-    return None
+    return google_http.classify(exc, lambda e: bool(_reasons(e) & _RATE_REASONS))
 
 
 def _raise_mapped(exc: BaseException, what: str) -> None:
@@ -262,7 +235,7 @@ def _raise_mapped(exc: BaseException, what: str) -> None:
     if isinstance(exc, RefreshError):
         raise AuthError("google: refresh token rejected; run `rhythm auth google --write` again") from None
     if isinstance(exc, HttpError):
-        status = _status(exc)
+        status = google_http.http_status(exc)
         if status == 401:
             raise AuthError("google: access refused (HTTP 401); run `rhythm auth google --write` again") from None
         if status == 403 and _insufficient_scope(exc):

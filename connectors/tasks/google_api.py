@@ -30,8 +30,9 @@ from typing import IO, Any
 
 from common.errors import ApiError, AuthError, SourceFormatError
 from common.records import Deletion, RawRecord
+from connectors import google_http
 from connectors.checkpoint import Checkpoint
-from connectors.http import RetryPolicy, parse_retry_after, with_retries
+from connectors.http import RetryPolicy, with_retries
 from connectors.tasks.completions import SOURCE, completion
 
 SYNC = "google_tasks"  # the ApiSync name: sync_state.source
@@ -125,14 +126,6 @@ def rfc3339(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _status(exc: BaseException) -> int | None:
-    status = getattr(getattr(exc, "resp", None), "status", None)
-    try:
-        return int(status) if status is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
 def _reasons(exc: BaseException) -> str:
     """The error's reason words (``rateLimitExceeded``, ``insufficientPermissions``,
     ``ACCESS_TOKEN_SCOPE_INSUFFICIENT`` ...) and message, lower case."""
@@ -148,27 +141,7 @@ def _reasons(exc: BaseException) -> str:
 
 
 def _classify(exc: BaseException) -> tuple[str, float | None] | None:
-    from googleapiclient.errors import HttpError
-
-    if isinstance(exc, HttpError):
-        status = _status(exc)
-        if status == 429 or (status == 403 and "ratelimitexceeded" in _reasons(exc).replace(" ", "")):
-            headers = getattr(exc, "resp", {}) or {}
-            wait = parse_retry_after(headers.get("retry-after")) if hasattr(headers, "get") else None
-            return ("rate", wait)
-        if status is not None and status >= 500:
-            return ("server", None)
-        return None
-    if isinstance(exc, ConnectionError | TimeoutError | OSError):
-        return ("server", None)
-    try:
-        import httplib2
-
-        if isinstance(exc, httplib2.HttpLib2Error):
-            return ("server", None)
-    except ImportError:  # pragma: no cover - httplib2 comes with googleapiclient
-        pass
-    return None
+    return google_http.classify(exc, lambda e: "ratelimitexceeded" in _reasons(e).replace(" ", ""))
 
 
 def _raise_mapped(exc: BaseException) -> None:
@@ -179,7 +152,7 @@ def _raise_mapped(exc: BaseException) -> None:
     if isinstance(exc, RefreshError):
         raise AuthError(f"{SYNC}: refresh token rejected; run `rhythm auth google` again") from None
     if isinstance(exc, HttpError):
-        status = _status(exc)
+        status = google_http.http_status(exc)
         if status == 403 and ("scope" in _reasons(exc) or "insufficientpermissions" in _reasons(exc)):
             raise AuthError(
                 f"{SYNC}: the Google authorisation does not include Google Tasks; set "
@@ -194,18 +167,8 @@ def _raise_mapped(exc: BaseException) -> None:
 
 
 def build_service(api_base: str, credentials: Any) -> Any:
-    """A Tasks v1 Resource pointed at ``api_base`` (a setting: tests use a loopback URL), from
-    the discovery document shipped with the library (no network)."""
-    from googleapiclient.discovery import build
-
-    return build(
-        "tasks",
-        "v1",
-        credentials=credentials,
-        static_discovery=True,
-        cache_discovery=False,
-        client_options={"api_endpoint": api_base.rstrip("/") + "/"},
-    )
+    """A Tasks v1 Resource pointed at ``api_base`` (a setting: tests use a loopback URL)."""
+    return google_http.build_service("tasks", "v1", api_base, credentials)
 
 
 # -- mapping ------------------------------------------------------------------------------
