@@ -67,3 +67,25 @@ def build_service(name: str, version: str, api_base: str, credentials: Any) -> A
         cache_discovery=False,
         client_options={"api_endpoint": api_base.rstrip("/") + "/"},
     )
+
+
+def token_saver(creds: Any, store: Any) -> Callable[[], None]:
+    """A callback that writes ``creds``' access token (and refresh token, expiry) back into
+    ``store``'s ``google`` entry when google-auth has refreshed it since the last call: the
+    clients' ``on_call``, so a refreshed token survives the process."""
+    from datetime import UTC
+
+    last = {"token": creds.token}
+
+    def save() -> None:
+        if creds.token and creds.token != last["token"]:
+            stored = dict(store.load("google") or {})
+            stored["access_token"] = creds.token
+            if creds.refresh_token:
+                stored["refresh_token"] = creds.refresh_token
+            if creds.expiry is not None:
+                stored["expires_at"] = creds.expiry.replace(tzinfo=UTC).timestamp()
+            store.save("google", stored)
+            last["token"] = creds.token
+
+    return save

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import AuthError, ConfigError
+from connectors import google_http
 from connectors.oauth import TokenStore
 from connectors.registry import SyncContext
 
@@ -73,18 +74,7 @@ def open_sync(ctx: SyncContext) -> tuple[Iterator[Any], Callable[[], None]]:
     store = ctx.tokens
     creds = credentials(ctx.setting, store)
     service = google_api.build_service(ctx.setting("google_api_base"), creds)
-    last = {"token": creds.token}
-
-    def persist_refreshed() -> None:
-        if creds.token and creds.token != last["token"]:
-            tok = dict(store.load("google") or {})
-            tok["access_token"] = creds.token
-            if creds.refresh_token:
-                tok["refresh_token"] = creds.refresh_token
-            if creds.expiry is not None:
-                tok["expires_at"] = creds.expiry.replace(tzinfo=UTC).timestamp()
-            store.save("google", tok)
-            last["token"] = creds.token
+    persist_refreshed = google_http.token_saver(creds, store)
 
     client = google_api.GoogleCalendarClient(service, policy=ctx.policy, on_call=persist_refreshed)
     when = ctx.now or datetime.now(UTC)

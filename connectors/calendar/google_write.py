@@ -409,18 +409,7 @@ def open_writer(setting: Callable[[str], Any], tokens: Any, policy: RetryPolicy 
     scopes = tuple(str(tok["scope"]).split()) if tok.get("scope") else WRITE_SCOPES
     creds = credentials(setting, tokens, scopes=scopes)
     service = google_api.build_service(setting("google_api_base"), creds)
-    last = {"token": creds.token}
-
-    def persist() -> None:
-        if creds.token and creds.token != last["token"]:
-            stored = dict(tokens.load("google") or {})
-            stored["access_token"] = creds.token
-            if creds.refresh_token:
-                stored["refresh_token"] = creds.refresh_token
-            if creds.expiry is not None:
-                stored["expires_at"] = creds.expiry.replace(tzinfo=UTC).timestamp()
-            tokens.save("google", stored)
-            last["token"] = creds.token
+    persist = google_http.token_saver(creds, tokens)
 
     def reauthorize() -> None:
         import google_auth_httplib2

@@ -9,10 +9,10 @@ again, so the other syncs use it too.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import UTC
 from typing import Any
 
 from common.errors import AuthError
+from connectors import google_http
 from connectors.registry import SyncContext
 from connectors.tasks import google_api
 from connectors.tasks.completions import person_zone
@@ -61,18 +61,7 @@ def open_sync(ctx: SyncContext) -> tuple[Iterator[Any], Callable[[], None]]:
     store = ctx.tokens
     creds = credentials(ctx)
     service = google_api.build_service(ctx.setting("google_tasks_api_base"), creds)
-    last = {"token": creds.token}
-
-    def persist_refreshed() -> None:
-        if creds.token and creds.token != last["token"]:
-            tok = dict(store.load("google") or {})
-            tok["access_token"] = creds.token
-            if creds.refresh_token:
-                tok["refresh_token"] = creds.refresh_token
-            if creds.expiry is not None:
-                tok["expires_at"] = creds.expiry.replace(tzinfo=UTC).timestamp()
-            store.save("google", tok)
-            last["token"] = creds.token
+    persist_refreshed = google_http.token_saver(creds, store)
 
     client = google_api.GoogleTasksClient(service, policy=ctx.policy, on_call=persist_refreshed)
     zone = person_zone(ctx.setting("timezone"))
