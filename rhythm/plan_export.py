@@ -12,7 +12,6 @@ own recorded unit of work).
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,6 +24,7 @@ from common.rhythm_blocks import CalendarBlock, block_key
 from rhythm.settings import Settings, local_today, user_zone
 from storage import open_db, plans
 from storage.db import Database
+from storage.plans import json_value
 
 MAX_DAYS = 14
 SUFFIX = " (Rhythm)"
@@ -74,24 +74,13 @@ def title(action: str, kind: str | None) -> str:
     return PHRASES.get(action, action.replace("_", " ").capitalize()) + SUFFIX
 
 
-def _json(value: Any, empty: Any) -> Any:
-    if value is None:
-        return empty
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return empty
-    return value
-
-
 def description(row: Mapping[str, Any]) -> str:
     """The rationale, the facts behind it, the expected effect, and how to answer."""
     parts = [str(row.get("rationale") or "").strip()]
-    evidence = [str(e) for e in _json(row.get("evidence"), []) if str(e).strip()]
+    evidence = [str(e) for e in json_value(row.get("evidence"), []) if str(e).strip()]
     if evidence:
         parts.append("Why:\n" + "\n".join(f"- {e}" for e in evidence))
-    effect = _json(row.get("expected_effect"), {})
+    effect = json_value(row.get("expected_effect"), {})
     if isinstance(effect, dict) and effect:
         ordered = sorted(effect.items(), key=lambda kv: (-abs(float(kv[1])), kv[0]))
         parts.append("Expected effect: " + ", ".join(f"{m} {float(v):+.2f}" for m, v in ordered))

@@ -50,6 +50,19 @@ def record_answer(db: Database, rec_id: int, response: str, at: datetime | None 
     return at
 
 
+def json_value(value: Any, empty: Any) -> Any:
+    """A JSON column of ``recommendations`` (evidence, expected_effect, meters_before) as
+    Python: it arrives as text; None or unreadable text is ``empty``."""
+    if value is None:
+        return empty
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return empty
+    return value
+
+
 def answers(db: Database) -> list[dict[str, Any]]:
     """Every answer with its recommendation, oldest first."""
     cur = db.con.execute(

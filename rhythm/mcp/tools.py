@@ -9,7 +9,6 @@ imported text is marked as data (``rhythm.mcp.models``).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import threading
@@ -38,6 +37,7 @@ from rhythm.mcp.models import (
 from rhythm.settings import Settings, local_today, user_zone
 from storage import open_db
 from storage.db import Database
+from storage.plans import json_value
 
 MAX_ROWS = 5000  # query_sql's ceiling for max_rows
 QUERY_TIMEOUT_S = 30.0  # query_sql stops a statement running longer
@@ -114,17 +114,6 @@ def parse_day(value: str | None, name: str = "day") -> date | None:
         return date.fromisoformat(str(value).strip())
     except ValueError:
         raise ConfigError(f"{name}: expected a day as YYYY-MM-DD, got {clean(str(value))[:40]!r}") from None
-
-
-def _json(value: Any, empty: Any) -> Any:
-    if value is None:
-        return empty
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return empty
-    return value
 
 
 def _local(t: datetime | None, tz: tzinfo) -> str | None:
@@ -215,12 +204,12 @@ def _belief(row: Mapping[str, Any], prefix: str) -> dict[str, float | None]:
 
 
 def _block(row: Mapping[str, Any], tz: tzinfo) -> dict[str, Any]:
-    effect = _json(row.get("expected_effect"), {})
+    effect = json_value(row.get("expected_effect"), {})
     return {
         "id": int(row["id"]), "slot": row["slot"], "action": row["action"], "kind": row.get("kind"),
         "start": _local(row.get("start_ts"), tz), "end": _local(row.get("end_ts"), tz),
         "rationale": data(row.get("rationale")),
-        "evidence": [clean(str(e)) for e in _json(row.get("evidence"), []) or []],
+        "evidence": [clean(str(e)) for e in json_value(row.get("evidence"), []) or []],
         "expected_effect": {clean(str(k)): float(v) for k, v in (effect or {}).items()
                             if isinstance(v, int | float) and math.isfinite(v)},
         "model": row["model"],
@@ -292,7 +281,7 @@ def explain_recommendation(settings: Settings, recommendation_id: int) -> Explan
     for a in behind:
         c = counts.setdefault(a["action"], [0, 0])
         c[0 if a["response"] == "accept" else 1] += 1
-    before = _json(row.get("meters_before"), None)
+    before = json_value(row.get("meters_before"), None)
     meters_before = ({m: data(v) for m, v in zip(METERS, before, strict=False)}
                      if isinstance(before, list) else {m: None for m in METERS})
     return Explanation(
