@@ -386,21 +386,37 @@ def make_plan(db: Database, settings: Settings, day: date | None = None, now: da
 
 
 def _events_context(dp: Any, day: date) -> list[dict[str, Any]]:
-    """The day's commitments for a v1/v2 model's prompt: their classified action and slot
-    only. A title never reaches the model, so no wording can sway it beyond its class."""
+    """The day's commitments for a v1/v2 model's prompt (``commitment_lines``)."""
+    return commitment_lines(dp.frame, day)
+
+
+def commitment_lines(frame: Any, day: date) -> list[dict[str, Any]]:
+    """The commitments of ``frame`` on ``day`` for a v1/v2 model's prompt: their classified
+    action and slot only. A title never reaches the model, so no wording can sway it beyond
+    its class."""
     out = []
-    for c in dp.frame.commitments:
+    for c in frame.commitments:
         d, s = slot_of(c.start.replace(tzinfo=None))
         if d == day:
             out.append({"title": (c.action or "busy").lower(), "day": day.weekday(), "slot": SLOTS[s]})
     return out
 
 
+def fixed_lines(frames: list[Any]) -> list[dict[str, Any]]:
+    """The fixed slots of these day frames for a v3 prompt (``cal`` lines): each day's slots
+    that commitments hold, with the action the planner gives them (None where no commitment
+    was classified); classes and slots only, never a title."""
+    out = []
+    for frame in frames:
+        for s, action in sorted(frame.fixed.items()):
+            out.append({"day": frame.day.weekday(), "slot": SLOTS[s],
+                        "action": None if s in frame.fixed_unclassified else action})
+    return out
+
+
 def _week_fixed(db: Database, dp: Any, week_start: date, day: date, tz: tzinfo) -> list[dict[str, Any]]:
-    """The fixed slots of this week up to ``day`` for a v3 prompt (``cal`` lines): each day's
-    slots that commitments hold, with the action the planner gives them (None where no
-    commitment was classified). Earlier days are framed as the planner frames today; the
-    model sees classes and slots only, never a title."""
+    """The fixed slots of this week up to ``day`` (``fixed_lines``); earlier days are framed
+    as the planner frames today."""
     from agent.day.calendar import frame_day
 
     frames = [dp.frame]
@@ -409,12 +425,7 @@ def _week_fixed(db: Database, dp: Any, week_start: date, day: date, tz: tzinfo) 
         habits = dp.frame.habits
         frames = [frame_day(week_start + timedelta(days=k), tz, events, habits)
                   for k in range((day - week_start).days)] + frames
-    out = []
-    for frame in frames:
-        for s, action in sorted(frame.fixed.items()):
-            out.append({"day": frame.day.weekday(), "slot": SLOTS[s],
-                        "action": None if s in frame.fixed_unclassified else action})
-    return out
+    return fixed_lines(frames)
 
 
 def _finite(obs: dict[str, Any], *keys: str) -> bool:

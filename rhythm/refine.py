@@ -31,6 +31,8 @@ from rhythm.recommend import (
     HISTORY_WEEKS,
     _calendar,
     _nights,
+    commitment_lines,
+    fixed_lines,
     model_prompt,
     person_belief,
     product_model_path,
@@ -65,23 +67,6 @@ def _frames(db: Database, week_start: date, day: date, tz) -> list[Any]:
     events = _calendar(db, day, tz, start=week_start)
     habits = sleep_habits(_nights(db, day, tz), tz)
     return [frame_day(week_start + timedelta(days=k), tz, events, habits) for k in range((day - week_start).days + 1)]
-
-
-def _context(frames: list[Any], day: date) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(fixed slots of the week for a v3 prompt, the day's commitments for a v1/v2 prompt)."""
-    from common.timeutil import slot_of
-
-    fixed, events = [], []
-    for frame in frames:
-        for s, action in sorted(frame.fixed.items()):
-            fixed.append({"day": frame.day.weekday(), "slot": SLOTS[s],
-                          "action": None if s in frame.fixed_unclassified else action})
-        if frame.day == day:
-            for c in frame.commitments:
-                d, s = slot_of(c.start.replace(tzinfo=None))
-                if d == day:
-                    events.append({"title": (c.action or "busy").lower(), "day": day.weekday(), "slot": SLOTS[s]})
-    return fixed, events
 
 
 def collect(db: Database, settings: Settings, fmt: str) -> RefineData:
@@ -119,7 +104,8 @@ def collect(db: Database, settings: Settings, fmt: str) -> RefineData:
         monday = day - timedelta(days=day.weekday())
         week = [(o, i) for o, i in weeks.get(monday, []) if key(i) <= (day, slot)]
         before = [g for g in feedback if (g["local_day"], SLOTS.index(g["slot"])) < (day, slot) and g["slot"] in SLOTS]
-        fixed, events = _context(_frames(db, monday, day, tz), day)
+        frames = _frames(db, monday, day, tz)
+        fixed, events = fixed_lines(frames), commitment_lines(frames[-1], day)
         try:
             prompt = model_prompt(week, fixed, before, fmt, events=events)
         except ValueError:  # nothing the model could read at that decision
