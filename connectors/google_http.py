@@ -12,7 +12,7 @@ import http.client
 from collections.abc import Callable
 from typing import Any
 
-from connectors.http import parse_retry_after
+from connectors.http import RetryPolicy, parse_retry_after, with_retries
 
 
 def http_status(exc: BaseException) -> int | None:
@@ -89,3 +89,40 @@ def token_saver(creds: Any, store: Any) -> Callable[[], None]:
             last["token"] = creds.token
 
     return save
+
+
+class GoogleClient:
+    """A read client: every call through the project's retry policy (``classify``), failures
+    as the project's errors (``raise_mapped``), ``on_call`` after every successful call (used
+    to persist a refreshed access token). ``service`` is a googleapiclient Resource
+    (``build_service``); tests may hand in any object with the same methods."""
+
+    NAME = "google"  # the retry policy's name for this API (logs, messages)
+
+    def __init__(self, service: Any, *, policy: RetryPolicy | None = None,
+                 on_call: Callable[[], None] | None = None):
+        self.service = service
+        self.policy = policy or RetryPolicy()
+        self.on_call = on_call
+        self.requests_made = 0
+
+    def classify(self, exc: BaseException) -> tuple[str, float | None] | None:
+        return classify(exc, lambda e: False)
+
+    def raise_mapped(self, exc: BaseException) -> None:
+        """Raise the project's error for ``exc`` (or return: it is re-raised as it is)."""
+
+    def _execute(self, request: Any) -> dict[str, Any]:
+        def call() -> dict[str, Any]:
+            self.requests_made += 1
+            return request.execute()
+
+        try:
+            body = with_retries(call, name=self.NAME, policy=self.policy, classify=self.classify)
+        except Exception as exc:
+            self.raise_mapped(exc)
+            raise
+        if self.on_call is not None:
+            self.on_call()
+        return body if isinstance(body, dict) else {}
+

@@ -24,7 +24,7 @@ wipe can drop them with the rows. The .ics connector uses source "calendar"; API
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -34,7 +34,6 @@ from common.records import Deletion, Event, RawRecord, Skipped
 from common.timeutil import in_sane_range
 from connectors import google_http
 from connectors.checkpoint import Checkpoint
-from connectors.http import RetryPolicy, with_retries
 from connectors.screen import OUT_OF_RANGE, READ_ERRORS, screen
 
 SOURCE = "google"
@@ -49,7 +48,7 @@ class SyncTokenExpired(Exception):
 
 
 # -- the client ---------------------------------------------------------------------------
-class GoogleCalendarClient:
+class GoogleCalendarClient(google_http.GoogleClient):
     """calendarList and events.list with the project's retry policy.
 
     `service` is a googleapiclient Resource (`build_service`); tests may hand in any object
@@ -57,31 +56,13 @@ class GoogleCalendarClient:
     `on_call` runs after every successful call (used to persist a refreshed access token).
     """
 
-    def __init__(
-        self,
-        service: Any,
-        *,
-        policy: RetryPolicy | None = None,
-        on_call: Callable[[], None] | None = None,
-    ):
-        self.service = service
-        self.policy = policy or RetryPolicy()
-        self.on_call = on_call
-        self.requests_made = 0
+    NAME = "google"
 
-    def _execute(self, request: Any) -> dict[str, Any]:
-        def call() -> dict[str, Any]:
-            self.requests_made += 1
-            return request.execute()
+    def classify(self, exc: BaseException) -> tuple[str, float | None] | None:
+        return _classify(exc)
 
-        try:
-            body = with_retries(call, name="google", policy=self.policy, classify=_classify)
-        except Exception as exc:
-            _raise_mapped(exc)
-            raise
-        if self.on_call is not None:
-            self.on_call()
-        return body if isinstance(body, dict) else {}
+    def raise_mapped(self, exc: BaseException) -> None:
+        _raise_mapped(exc)
 
     def calendars(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

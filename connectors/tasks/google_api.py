@@ -24,7 +24,7 @@ a ``task_completed`` sample per completed task (``completions.completion``; ``de
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import IO, Any
 
@@ -32,7 +32,6 @@ from common.errors import ApiError, AuthError, SourceFormatError
 from common.records import Deletion, RawRecord
 from connectors import google_http
 from connectors.checkpoint import Checkpoint
-from connectors.http import RetryPolicy, with_retries
 from connectors.tasks.completions import SOURCE, completion
 
 SYNC = "google_tasks"  # the ApiSync name: sync_state.source
@@ -57,33 +56,20 @@ def device_of(list_id: str) -> str:
 
 
 # -- the client ---------------------------------------------------------------------------
-class GoogleTasksClient:
+class GoogleTasksClient(google_http.GoogleClient):
     """tasklists.list and tasks.list with the project's retry policy.
 
     ``service`` is a googleapiclient Resource (``build_service``). ``on_call`` runs after
     every successful call (used to persist a refreshed access token).
     """
 
-    def __init__(self, service: Any, *, policy: RetryPolicy | None = None,
-                 on_call: Callable[[], None] | None = None):
-        self.service = service
-        self.policy = policy or RetryPolicy()
-        self.on_call = on_call
-        self.requests_made = 0
+    NAME = SYNC
 
-    def _execute(self, request: Any) -> dict[str, Any]:
-        def call() -> dict[str, Any]:
-            self.requests_made += 1
-            return request.execute()
+    def classify(self, exc: BaseException) -> tuple[str, float | None] | None:
+        return _classify(exc)
 
-        try:
-            body = with_retries(call, name=SYNC, policy=self.policy, classify=_classify)
-        except Exception as exc:
-            _raise_mapped(exc)
-            raise
-        if self.on_call is not None:
-            self.on_call()
-        return body if isinstance(body, dict) else {}
+    def raise_mapped(self, exc: BaseException) -> None:
+        _raise_mapped(exc)
 
     def tasklists(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
