@@ -5,13 +5,17 @@ answer) so ``rhythm sim eval --policy student`` runs with or without feedback an
 every observation condition:
 
 - **Answers** become the prompt's feedback lines (``fb d1 morning DEEP_WORK ignored``; the
-  last :data:`agent.prompting.MAX_FEEDBACK`), the context the product gives it too.
-- **Missing readings.** The compact prompt shows numbers only, so what the student reads is
-  a view of the observation: a missing meter shows its last reading (the spec's initial
-  meters before any), a missing delta, anomaly or reward shows 0, and an applied action
-  that was not observed (an ignored recommendation in the answers-only condition) shows the
-  recommendation (its feedback line says it was ignored). The student was trained on clean
-  weeks only, so this measures how it copes, not a trained skill.
+  last :data:`agent.prompting.MAX_FEEDBACK`), the context the product gives it too; in
+  format v3 every answer of the week stands after its step (``fb DEEP_WORK ignored``).
+- **Missing readings.** A format v3 student reads them as the product shows them: ``?`` for
+  a missing meter, anomaly or reward and for an action nobody observed, and the observation
+  condition on the ``obs`` line (it is trained on such weeks, ``training.realshape``). The
+  v1/v2 prompt shows numbers only, so what those students read is a view of the
+  observation: a missing meter shows its last reading (the spec's initial meters before
+  any), a missing delta, anomaly or reward shows 0, and an applied action that was not
+  observed (an ignored recommendation in the answers-only condition) shows the
+  recommendation (its feedback line says it was ignored); they were trained on clean weeks
+  only, so this measures how they cope, not a trained skill.
 - **Calendar weeks** (:mod:`simulator.calendar`). With ``read_calendar`` the week's fixed
   slots in the observation become the prompt's calendar lines (:func:`calendar_events`:
   ``cal d0 morning "ADMIN_WORK"`` in format v1/v2, ``cal morning ADMIN_WORK`` under each day
@@ -27,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from agent.llm_policy import LLMPolicy
-from agent.prompting import MAX_FEEDBACK
+from agent.prompting import FORMAT_V3, MAX_FEEDBACK
 from agent.runtime import LlamaCppModel, Model
 from simulator import spec
 from simulator.feedback import check_observe
@@ -59,8 +63,15 @@ class StudentPolicy:
         self._answers: list[dict[str, Any]] = []
         self._seen = np.array(spec.INITIAL_METERS, dtype=np.float64)
 
+    @property
+    def reads_unknowns(self) -> bool:
+        """Whether the prompt shows what is not known as ``?`` (format v3)."""
+        return self.llm.prompt_format == FORMAT_V3
+
     def view(self, obs: dict[str, Any]) -> dict[str, Any]:
         """The observation as the student's prompt shows it (module docstring)."""
+        if self.reads_unknowns:
+            return dict(obs)
         out = dict(obs)
         m = np.asarray(obs["meters"], dtype=np.float64)
         self._seen = np.where(np.isfinite(m), m, self._seen)
@@ -90,7 +101,10 @@ class StudentPolicy:
         if self.read_calendar and observation.get("calendar") is not None:
             context["events"] = calendar_events(observation["calendar"])
         if self._answers:
-            context["feedback"] = self._answers[-MAX_FEEDBACK:]
+            # v3 shows each answer after its step, the whole week (as rhythm recommend does)
+            context["feedback"] = self._answers if self.reads_unknowns else self._answers[-MAX_FEEDBACK:]
+        if self.reads_unknowns and self.observe != "clean":
+            context["observe"] = self.observe
         if context:
             self.llm.set_context(context)
         return self.llm.act(self.view(observation))

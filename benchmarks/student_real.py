@@ -26,7 +26,10 @@ commitments; the night is a bedtime and never asked). For each:
 
 Reported: agreement with the teacher (and with the planner), per stream and overall, and the
 action histograms (the goal: agreement >= 0.8 and no action chosen more often than the
-teacher chooses it). ``--sim-weeks N`` adds simulated product-shaped weeks
+teacher chooses it). ``--teacher-seeds K`` (default 4) runs the teacher with K seeds per
+decision: how often it agrees with itself under other posterior draws, and each model's
+agreement with the seeds' majority (the training weeks' labels come from every week's own
+seed, so the majority is what a student can learn; seed 0 is one draw of it). ``--sim-weeks N`` adds simulated product-shaped weeks
 (``training.realshape.product_week`` on evaluation seeds): agreement with the teacher's
 label at every free step, v3 models only.
 """
@@ -206,8 +209,10 @@ def generated_streams(root: Path, n: int, seed: int = 7) -> Iterator[Stream]:
 # --- decisions ---------------------------------------------------------------------------------
 
 
-def teacher_pick(db, settings, day: date, slot: int) -> str:
-    """The Bayesian agent as ``rhythm recommend`` would feed it, planning afresh."""
+def teacher_picks(db, settings, day: date, slot: int, seeds: list[int]) -> list[str]:
+    """The Bayesian agent as ``rhythm recommend`` would feed it, planning afresh: its pick
+    with each of ``seeds`` (the seed fixes the posterior draws the plan is scored on; the
+    training weeks' teachers use each week's own seed)."""
     from rhythm.derive import observation_records
     from rhythm.recommend import HISTORY_WEEKS, REAL_NOISE_SD
     from rhythm.settings import user_zone
@@ -219,16 +224,25 @@ def teacher_pick(db, settings, day: date, slot: int) -> str:
         for o, i in observation_records(db, week_start - timedelta(weeks=HISTORY_WEEKS), day, tz=user_zone(settings))
         if (date.fromisoformat(i["local_day"]), SLOTS.index(i["slot_name"])) <= (day, slot)
     ]
-    teacher = StreamTeacher(REAL_NOISE_SD)
-    teacher.reset(0)
-    for o, i in records:
-        teacher.observe(teacher_view(o, i), week=date.fromisoformat(i["local_day"]) >= week_start)
-    current = records[-1][0]
-    a, _ = teacher.decide(current["meters"], int(current["t"]))
-    return ACTIONS[a]
+    out = []
+    for seed in seeds:
+        teacher = StreamTeacher(REAL_NOISE_SD)
+        teacher.reset(seed)
+        for o, i in records:
+            teacher.observe(teacher_view(o, i), week=date.fromisoformat(i["local_day"]) >= week_start)
+        current = records[-1][0]
+        a, _ = teacher.decide(current["meters"], int(current["t"]))
+        out.append(ACTIONS[a])
+    return out
 
 
-def stream_decisions(stream: Stream, days: int, models: dict[str, Path]) -> list[dict[str, Any]]:
+def modal(picks: list[str]) -> str:
+    """The most frequent pick (ties: the first seen)."""
+    counts = Counter(picks)
+    return max(picks, key=lambda p: (counts[p], -picks.index(p)))
+
+
+def stream_decisions(stream: Stream, days: int, models: dict[str, Path], teacher_seeds: int = 1) -> list[dict[str, Any]]:
     from rhythm.recommend import make_plan
     from rhythm.settings import user_zone
     from storage import open_db
@@ -252,7 +266,10 @@ def stream_decisions(stream: Stream, days: int, models: dict[str, Path]) -> list
                     row[name] = plan.picks["model"]
                 if not asked or not models:
                     continue
-                row["teacher"] = teacher_pick(db, stream.settings, day, slot)
+                picks = teacher_picks(db, stream.settings, day, slot, list(range(teacher_seeds)))
+                row["teacher"] = picks[0]
+                if teacher_seeds > 1:
+                    row["teacher_seeds"] = picks
                 out.append(row)
     return out
 
@@ -298,6 +315,13 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
     if "planner" in refs:
         out["histogram"]["planner"] = dict(Counter(r["planner"] for r in rows))
         out["planner_agrees_with_teacher"] = float(np.mean([r["planner"] == r["teacher"] for r in rows]))
+    seeded = [r for r in rows if "teacher_seeds" in r]
+    if seeded:
+        # how sharp the label is: the same teacher with other posterior draws, and the
+        # majority of the other seeds (what a student of many seeds' labels can best learn)
+        out["teacher_seed_agreement"] = float(np.mean([p == r["teacher"] for r in seeded for p in r["teacher_seeds"][1:]]))
+        out["modal_teacher_agreement"] = float(np.mean([modal(r["teacher_seeds"][1:]) == r["teacher"] for r in seeded]))
+        out["teacher_seeds"] = len(seeded[0]["teacher_seeds"])
     for n in names:
         picks = [r.get(n) for r in rows]
         if not any(p is not None for p in picks):
@@ -311,6 +335,9 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
         worst = max(over, key=lambda a: over[a])
         out[n]["most_overchosen"] = {"action": worst, "excess_share": over[worst]}
         out[n]["invalid"] = sum(p is None for p in picks)
+        if seeded:
+            out[n]["agrees_with_teacher_mode"] = float(np.mean([r.get(n) == modal(r["teacher_seeds"]) for r in seeded]))
+            out[n]["agrees_with_some_seed"] = float(np.mean([r.get(n) in r["teacher_seeds"] for r in seeded]))
     return out
 
 
@@ -337,6 +364,18 @@ def markdown(report: dict[str, Any], names: list[str]) -> str:
             agree = "1.00" if who == "teacher" else (
                 f"{s['planner_agrees_with_teacher']:.2f}" if who == "planner" else f"{s[who]['agrees_with_teacher']:.2f}")
             lines.append(f"| {who} | " + " | ".join(str(h.get(a, 0)) for a in ACTIONS) + f" | {agree} |")
+        if "teacher_seed_agreement" in s:
+            k = s["teacher_seeds"]
+            lines += ["", f"How sharp the label is ({k} teacher seeds: the seed fixes the posterior draws "
+                      "its plans are scored on): the teacher agrees with itself under another seed in "
+                      f"{s['teacher_seed_agreement']:.2f} of decisions; the majority of the other seeds "
+                      f"agrees with seed 0 in {s['modal_teacher_agreement']:.2f}.", "",
+                      "| model | vs teacher (seed 0) | vs the seeds' majority | one of the seeds' picks |",
+                      "|---|---|---|---|"]
+            for n in names:
+                if n in s:
+                    lines.append(f"| {n} | {s[n]['agrees_with_teacher']:.2f} | {s[n]['agrees_with_teacher_mode']:.2f}"
+                                 f" | {s[n]['agrees_with_some_seed']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -348,6 +387,8 @@ def main() -> None:
     ap.add_argument("--generated", type=int, default=4, help="seeded generated people")
     ap.add_argument("--sim-weeks", type=int, default=0, help="simulated product-shaped weeks (v3 models)")
     ap.add_argument("--streams", nargs="*", default=None, help="only these streams (names)")
+    ap.add_argument("--teacher-seeds", type=int, default=4,
+                    help="run the teacher with this many seeds per decision (how sharp its label is)")
     ap.add_argument("--json", default="", help="write the report here")
     ap.add_argument("--md", default="", help="write the markdown tables here")
     args = ap.parse_args()
@@ -363,7 +404,7 @@ def main() -> None:
             for stream in builder:
                 if args.streams and stream.name not in args.streams:
                     continue
-                got = stream_decisions(stream, args.days, models)
+                got = stream_decisions(stream, args.days, models, args.teacher_seeds)
                 rows += got
                 report["streams"][stream.name] = summarize(got, names)
                 _progress(f"{stream.name}: {len(got)} decisions ({_time.time() - t0:.0f} s)")

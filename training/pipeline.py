@@ -467,22 +467,49 @@ def _note(root: Path, budget: str) -> str:
     )
 
 
+def _rollout_args(root: Path) -> list[dict[str, Any]]:
+    """The args of every rollouts stage the run's dataset was built from (the dataset may
+    join earlier runs' weeks with this run's)."""
+    try:
+        paths = [Path(p).parent for p in json.loads((root / "dataset" / "args.json").read_text())["rollouts"]]
+    except (OSError, ValueError, KeyError):
+        paths = [root / "rollouts"]
+    out = []
+    for folder in paths:
+        try:
+            out.append(json.loads((folder / "args.json").read_text()))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
 def _data_summary(root: Path, ck: dict[str, Any]) -> str:
     weeks = ck["data_stats"]["episodes"] if ck.get("data_stats") else "?"
     common = "in-distribution simulator profiles (seeds from 1,000,000; evaluation seeds are disjoint)"
-    try:
-        roll = json.loads((root / "rollouts" / "args.json").read_text())
-    except (OSError, ValueError):
-        roll = {}
-    if not roll.get("shaped"):
+    rolls = [r for r in _rollout_args(root) if r.get("episodes")]
+    if not rolls or not all(r.get("shaped") for r in rolls):
         return f"{weeks} weeks of the Bayesian teacher (`bayes`) on {common}"
-    share = roll.get("product_share", 0)
+    total = sum(r["episodes"] for r in rolls)
+
+    def mean(key: str, of=None) -> float:  # a share over all weeks, weighted by episodes
+        return sum(r["episodes"] * r.get(key, 0.0) * (of(r) if of else 1.0) for r in rolls) / total
+
+    fb, world = mean("feedback_share"), mean("world_share")
+    share = mean("product_share", lambda r: 1.0 - r.get("feedback_share", 0.0) - r.get("world_share", 0.0))
+    extra = ""
+    if fb > 0:
+        extra += (f", {fb:.0%} the simulator's feedback mode (noisy, answers-only or clean readings, "
+                  "every answer in the prompt)")
+    if world > 0:
+        extra += (f", {world:.0%} clean weeks in misspecified worlds (`simulator.worlds`) labelled by "
+                  f"`{rolls[-1].get('world_teacher', 'bayes-robust')}`")
     return (
-        f"{weeks} weeks on {common}: {1 - share:.0%} the simulator protocol's clean weeks "
-        f"(the Bayesian teacher plays), {share:.0%} shaped like the product's (readings with "
+        f"{weeks} weeks on {common}: {1.0 - fb - world - share:.0%} the simulator protocol's clean "
+        f"weeks (the Bayesian teacher plays), {share:.0%} shaped like the product's (readings with "
         "noise sd 0.08, 30-60% of slots without readings, most actions unknown, meters stuck, the "
-        "person following the advice or not; the teacher fed as `rhythm recommend` feeds it); "
-        f"calendars in {roll.get('calendar_share', 0):.0%} (`training/realshape.py`)"
+        "person following the advice or not and answering some of it; the teacher fed as "
+        f"`rhythm recommend` feeds it){extra}; calendars in {mean('calendar_share'):.0%} of the "
+        "clean and product-shaped ones (`training/realshape.py`)"
     )
 
 

@@ -65,6 +65,13 @@ class Shape:
     # meters the product cannot measure for this person: reported at one level all week
     # (real connection sits at its usual, 0.35-0.50, without social data), as (meter, level)
     stuck: tuple[tuple[int, float], ...] = ()
+    # share of recommendations the person answers in the app (product weeks): accepted when
+    # they did it, ignored when not; the teacher reads answers as ``rhythm recommend`` does
+    answered: float = 0.0
+    # feedback weeks (kind "feedback"): the simulator's feedback mode under this condition
+    observe: str = "clean"
+    # clean weeks in a misspecified world (simulator.worlds), labelled by the robust teacher
+    world: str = "nominal"
 
 
 def draw_shape(rng: np.random.Generator, product_share: float, calendar_share: float = 0.5) -> Shape:
@@ -91,7 +98,39 @@ def draw_shape(rng: np.random.Generator, product_share: float, calendar_share: f
         history_weeks=int(rng.integers(0, 3)),
         start=int(rng.integers(1, spec.EPISODE_STEPS - 4)) if rng.random() < 0.1 else 0,
         noise_sd=REAL_NOISE_SD,
+        answered=float(rng.choice([0.0, 0.3, 0.7, 1.0])),
     )
+
+
+#: Worlds of the robust teacher's weeks: every single departure of the suite and all at once.
+TRAINING_WORLDS = ("effects", "timing", "noise", "kind", "drift", "kind+drift", "hidden", "all")
+#: Observation conditions of feedback weeks and their shares.
+FEEDBACK_OBSERVE = (("noisy", 0.5), ("answers-only", 0.25), ("clean", 0.25))
+
+
+def draw_week_shape(
+    seed: int,
+    product_share: float,
+    calendar_share: float = 0.5,
+    feedback_share: float = 0.0,
+    world_share: float = 0.0,
+) -> Shape:
+    """The shape of training week ``seed``: with probability ``feedback_share`` a week of the
+    simulator's feedback mode (:func:`feedback_week`; noisy half the time, answers-only and
+    clean a quarter each), with probability ``world_share`` a clean week in a misspecified
+    world (:data:`TRAINING_WORLDS`) that the robust teacher labels, else
+    :func:`draw_shape`'s (with both shares 0 exactly the weeks earlier data had)."""
+    shape = draw_shape(np.random.default_rng([int(seed), SHAPE_STREAM, 0]), product_share, calendar_share)
+    if feedback_share <= 0 and world_share <= 0:
+        return shape
+    rng = np.random.default_rng([int(seed), SHAPE_STREAM, 2])
+    u = rng.random()
+    if u < feedback_share:
+        names, p = zip(*FEEDBACK_OBSERVE, strict=True)
+        return Shape(kind="feedback", observe=str(rng.choice(names, p=p)))
+    if u < feedback_share + world_share:
+        return Shape(kind="clean", world=str(rng.choice(TRAINING_WORLDS)))
+    return shape
 
 
 def gaps(rng: np.random.Generator, n: int, share: float, mean_run: float) -> np.ndarray:
@@ -185,6 +224,11 @@ class StreamTeacher:
             r = float(np.asarray(obs["last_reward"], dtype=np.float64).reshape(-1)[0])
             self.rewards.append(r if np.isfinite(r) else 0.0)
 
+    def answer(self, meters, slot: int, action: int, accepted: bool) -> None:
+        """An answer to a recommendation, read as ``rhythm recommend`` reads the person's
+        (the answer model; ``meters``: the slot's readings then, NaN where unknown)."""
+        self.agent.belief_state.observe_answer(meters, slot, action, accepted)
+
     def decide(self, meters, t: int) -> tuple[int, np.ndarray]:
         t = int(t)
         week = ([0.0] * t + self.rewards)[-t:] if t else []
@@ -200,11 +244,11 @@ def habit(meters, slot: int, rng: np.random.Generator) -> int:
     return int(rng.integers(0, spec.N_ACTIONS))
 
 
-def _week_env(condition: str, calendar: bool):
+def _week_env(condition: str, calendar: bool, world: str = "nominal"):
     from simulator.calendar import CalendarWeek
     from simulator.env import RhythmEnv
 
-    env = RhythmEnv(condition=condition)
+    env = RhythmEnv(condition=condition, world=world)
     return CalendarWeek(env) if calendar else env
 
 
@@ -276,7 +320,7 @@ def clean_week(seed: int, condition: str, shape: Shape, teacher: str = "bayes") 
     from training.weeks import teacher_policy
 
     policy = teacher_policy(teacher)
-    env = _week_env(condition, shape.calendar)
+    env = _week_env(condition, shape.calendar, shape.world)
     obs, info = env.reset(seed=int(seed))
     policy.reset(int(seed))
     cal = info.get("calendar")
@@ -328,11 +372,13 @@ def product_week(seed: int, condition: str, shape: Shape) -> dict[str, Any]:
         _history_week(env.unwrapped.profile, seed, k, shape, teacher)
     stream = ProductStream(shape, rng, cal)
     stream.add(obs["meters"], None)
-    views, answers, actions = [], [], []
+    answer_rng = np.random.default_rng([int(seed), SHAPE_STREAM, 3])
+    views, answers, actions, feedback = [], [], [], []
     for t in range(spec.EPISODE_STEPS):
         o, i = stream.observation(t)
         teacher.observe(teacher_view(o, i))
-        views.append(observed_view(o, i["previous"]["observed"] if i.get("previous") else None))
+        view = observed_view(o, i["previous"]["observed"] if i.get("previous") else None)
+        views.append(view)
         fixed = cal is not None and cal[t] < spec.N_ACTIONS
         if fixed or t < shape.start:
             a, belief = int(cal[t]) if fixed else habit(obs["meters"], t % spec.SLOTS_PER_DAY, rng), None
@@ -341,8 +387,13 @@ def product_week(seed: int, condition: str, shape: Shape) -> dict[str, Any]:
             a, b = teacher.decide(o["meters"], t)
             belief = np.asarray(b, dtype=np.float64)
             answers.append({"action": int(a), "belief": [round(float(x), 4) for x in belief]})
+            rec = int(a)
             if rng.random() >= shape.follow:
                 a = habit(obs["meters"], t % spec.SLOTS_PER_DAY, rng)
+            if answer_rng.random() < shape.answered:
+                accepted = int(a) == rec
+                teacher.answer(view["meters"], t % spec.SLOTS_PER_DAY, rec, accepted)
+                feedback.append(_answer_item(t, rec, accepted))
         obs, _, _, _, info = env.step(int(a) if belief is None else {"action": int(a), "belief": belief})
         actions.append(int(obs["last_action"]))
         stream.add(obs["meters"], int(obs["last_action"]))
@@ -350,5 +401,43 @@ def product_week(seed: int, condition: str, shape: Shape) -> dict[str, Any]:
     views.append(observed_view(o, i["previous"]["observed"]))
     views = views[shape.start :]
     answers = answers[shape.start :]
-    context = {"events": _calendar_context(cal, rng), "feedback": [], "observe": "noisy"}
+    context = {"events": _calendar_context(cal, rng), "feedback": feedback, "observe": "noisy"}
     return _record(seed, condition, "bayes-stream", shape, views, context, answers, actions, env, info)
+
+
+def _answer_item(t: int, action: int, accepted: bool) -> dict[str, Any]:
+    """A prompt context item for the answer to step ``t``'s recommendation."""
+    return {
+        "day": t // spec.SLOTS_PER_DAY,
+        "slot": t % spec.SLOTS_PER_DAY,
+        "action": spec.ACTIONS[int(action)],
+        "response": "accepted" if accepted else "ignored",
+    }
+
+
+def feedback_week(seed: int, condition: str, shape: Shape, teacher: str = "bayes") -> dict[str, Any]:
+    """A week of the simulator's feedback mode (feedback.md) under ``shape.observe``: the
+    teacher recommends at every step (configured for the mode, as ``rhythm sim eval
+    --feedback`` runs it), the person answers by the answer model and does their habit when
+    they ignore; the views are what the agent observes (``?`` where nothing was), and every
+    answer is a ``fb`` line after its step."""
+    from simulator import feedback as fb
+    from simulator.env import RhythmEnv
+    from training.weeks import teacher_policy
+
+    policy = teacher_policy(teacher)
+    policy.configure(feedback=True, observe=shape.observe)
+    env = RhythmEnv(condition=condition, feedback=True, observe=shape.observe)
+    obs, info = env.reset(seed=int(seed))
+    policy.reset(int(seed))
+    views, answers, actions, items = [obs], [], [], []
+    for t in range(spec.EPISODE_STEPS):
+        a, b = policy.act(obs)
+        belief = None if b is None else np.asarray(b, dtype=np.float64)
+        answers.append({"action": int(a), "belief": None if belief is None else [round(float(x), 4) for x in belief]})
+        obs, _, _, _, info = env.step(int(a) if belief is None else {"action": int(a), "belief": belief})
+        items.append(_answer_item(t, a, int(obs["last_answer"]) == fb.ANSWER_ACCEPTED))
+        actions.append(int(info["answers"][-1]["applied"]))
+        views.append(obs)
+    context = {"events": [], "feedback": items, "observe": shape.observe}
+    return _record(seed, condition, teacher, shape, views, context, answers, actions, env, info)

@@ -67,6 +67,15 @@ class Args:
     )
     product_share: float = help_field(0.6, "share of real-shaped weeks (--shaped)")
     calendar_share: float = help_field(0.5, "share of weeks with a calendar (--shaped)")
+    feedback_share: float = help_field(
+        0.0,
+        "share of weeks in the simulator's feedback mode (--shaped; noisy, answers-only or clean "
+        "observation; the answers in the prompt)",
+    )
+    world_share: float = help_field(
+        0.0, "share of clean weeks in misspecified worlds (--shaped; simulator.worlds)"
+    )
+    world_teacher: str = help_field("bayes-robust", "the teacher of the misspecified worlds' weeks")
     workers: int = help_field(2, "worker processes")
     seed: int = help_field(0, "global seed (the episodes are seeded by their own seeds)")
 
@@ -108,22 +117,24 @@ def play_episode(
     }
 
 
-def shaped_week(seed: int, teacher: str, condition: str, product_share: float, calendar_share: float) -> dict[str, Any]:
-    """One week of ``--shaped`` data: its shape drawn from the seed, then played and labelled."""
-    from training.realshape import SHAPE_STREAM, clean_week, draw_shape, product_week
+def shaped_week(seed: int, teacher: str, condition: str, shares: tuple[float, float, float, float],
+                world_teacher: str = "bayes-robust") -> dict[str, Any]:
+    """One week of ``--shaped`` data: its shape drawn from the seed (``shares``: product,
+    calendar, feedback, world), then played and labelled."""
+    from training.realshape import clean_week, draw_week_shape, feedback_week, product_week
 
-    shape = draw_shape(np.random.default_rng([int(seed), SHAPE_STREAM, 0]), product_share, calendar_share)
+    shape = draw_week_shape(seed, *shares)
+    if shape.kind == "feedback":
+        return feedback_week(seed, condition, shape, teacher)
     if shape.kind == "clean":
-        return clean_week(seed, condition, shape, teacher)
+        return clean_week(seed, condition, shape, teacher if shape.world == "nominal" else world_teacher)
     return product_week(seed, condition, shape)
 
 
-def _shaped_worker(job: tuple[list[int], str, str, float, float]) -> list[str]:
-    seeds, teacher, condition, product_share, calendar_share = job
-    return [
-        json.dumps(shaped_week(s, teacher, condition, product_share, calendar_share), separators=(",", ":"))
-        for s in seeds
-    ]
+def _shaped_worker(job: tuple[list[int], str, str, tuple[float, float, float, float], str]) -> list[str]:
+    seeds, teacher, condition, shares, world_teacher = job
+    return [json.dumps(shaped_week(s, teacher, condition, shares, world_teacher), separators=(",", ":"))
+            for s in seeds]
 
 
 def _worker(job: tuple[list[int], str, str, str]) -> list[str]:
@@ -145,11 +156,19 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     path = out / "rollouts.jsonl"
     seeds = list(range(args.seed_start, args.seed_start + args.episodes))
     chunk = max(1, min(50, len(seeds) // max(1, args.workers * 4) or 1))
+    if not args.shaped and (args.feedback_share > 0 or args.world_share > 0):
+        raise ValueError("--feedback-share and --world-share are shares of --shaped weeks")
     if args.shaped:
         if args.profile:
             raise ValueError("--shaped draws a person per week; --profile is for teacher weeks")
         worker, jobs = _shaped_worker, [
-            (seeds[i : i + chunk], args.teacher, args.condition, args.product_share, args.calendar_share)
+            (
+                seeds[i : i + chunk],
+                args.teacher,
+                args.condition,
+                (args.product_share, args.calendar_share, args.feedback_share, args.world_share),
+                args.world_teacher,
+            )
             for i in range(0, len(seeds), chunk)
         ]
     else:

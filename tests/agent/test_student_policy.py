@@ -54,3 +54,30 @@ def test_clean_without_feedback_the_student_sees_the_observation_unchanged():
     play_episodes(StudentPolicy(a), [4], feedback=False, observe="clean")
     play_episodes(LLMPolicy(b, max_tokens=24), [4], feedback=False, observe="clean")
     assert a.prompts == b.prompts
+
+
+class _V3Script(ScriptedModel):
+    prompt_format = "rhythm v3"
+
+
+@pytest.mark.parametrize("observe", ["noisy", "answers-only"])
+def test_a_v3_student_reads_unknowns_as_unknown_and_every_answer_after_its_step(observe):
+    """A v3 student is trained on weeks with ? for what nobody observed: it must read the
+    simulator's missing readings as ?, not as carried-forward numbers, with the condition on
+    the obs line and every answer of the week after its step."""
+    model = _V3Script(default=format_output(spec.SOCIALIZE, (0.6, 0.4, 0.5)))
+    policy = StudentPolicy(model)
+    play_episodes(policy, [3], feedback=True, observe=observe)
+    assert policy.llm.invalid_outputs == 0 and len(model.calls) == 28
+    last = model.prompts[-1]
+    assert last.startswith(f"rhythm v3\nobs {observe}\nday 0\n") and "nan" not in last.lower()
+    lines = last.splitlines()
+    fb = [i for i, x in enumerate(lines) if x.startswith("fb ")]
+    assert len(fb) == 27  # every answer so far, not only the last 16
+    assert all(lines[i].split()[1] == "SOCIALIZE" and lines[i].split()[2] in ("accepted", "ignored") for i in fb)
+    assert all(lines[i - 1].split(":")[0] in spec.SLOTS for i in fb)  # each right after its step
+    steps = [x for x in lines if x.split(":")[0] in spec.SLOTS and " m " in x]
+    unknown = sum(x.count("?") for x in steps)
+    if observe == "answers-only":
+        assert all(" m ? ? ? ? ? " in x for x in steps)
+    assert unknown > 0

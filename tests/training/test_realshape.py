@@ -16,8 +16,11 @@ from simulator.env import RhythmEnv
 from training.realshape import (
     REAL_NOISE_SD,
     Shape,
+    TRAINING_WORLDS,
     clean_week,
     draw_shape,
+    draw_week_shape,
+    feedback_week,
     gaps,
     product_week,
     teacher_view,
@@ -193,3 +196,69 @@ def test_v3_training_sequence_computes_each_step_s_prompt(weeks):
                 assert parse_output(answer).action_id == action
                 logits = model(input_ids=torch.tensor([p_ids])).logits[0, -1]
                 assert torch.allclose(logits, hidden[s - 1], atol=1e-4)
+
+
+def test_week_shapes_without_feedback_or_world_shares_are_the_earlier_data_s():
+    for seed in range(1_000_000, 1_000_040):
+        rng = np.random.default_rng([seed, 0x534850, 0])
+        assert draw_week_shape(seed, 0.6, 0.5) == draw_shape(rng, 0.6, 0.5)
+
+
+def test_week_shapes_mix_feedback_and_world_weeks_in_their_shares():
+    shapes = [draw_week_shape(s, 0.6, 0.5, feedback_share=0.3, world_share=0.2) for s in range(2000)]
+    fb = [s for s in shapes if s.kind == "feedback"]
+    worlds = [s for s in shapes if s.world != "nominal"]
+    assert abs(len(fb) / 2000 - 0.3) < 0.04 and abs(len(worlds) / 2000 - 0.2) < 0.04
+    assert {s.observe for s in fb} == {"noisy", "answers-only", "clean"}
+    assert all(s.kind == "clean" for s in worlds) and {s.world for s in worlds} == set(TRAINING_WORLDS)
+    # product weeks answer some, all or none of the recommendations
+    assert {s.answered for s in shapes if s.kind == "product"} == {0.0, 0.3, 0.7, 1.0}
+
+
+@pytest.mark.parametrize("observe", ["noisy", "answers-only"])
+def test_a_feedback_week_shows_each_answer_after_its_step_and_only_what_was_observed(observe):
+    rec = json.loads(json.dumps(feedback_week(11, "in-dist", Shape(kind="feedback", observe=observe))))
+    assert rec["context"]["observe"] == observe and len(rec["views"]) == 29
+    assert all(a is not None for a in rec["answers"])  # the teacher recommends every step
+    items = rec["context"]["feedback"]
+    assert [(i["day"] * 4 + i["slot"]) for i in items] == list(range(28))
+    assert [i["action"] for i in items] == [spec.ACTIONS[a["action"]] for a in rec["answers"]]
+    # an ignored recommendation: the person did something else (their habit) or nobody saw
+    for t, item in enumerate(items):
+        shown = rec["views"][t + 1]["last_action"]
+        if item["response"] == "accepted":
+            assert shown in (spec.ACTIONS.index(item["action"]), spec.N_ACTIONS)
+        elif observe == "answers-only":
+            assert shown == spec.N_ACTIONS
+    assert {i["response"] for i in items} == {"accepted", "ignored"}
+    if observe == "answers-only":
+        assert all(m is None for v in rec["views"] for m in v["meters"])
+    else:
+        missing = np.mean([m is None for v in rec["views"] for m in v["meters"]])
+        assert 0.15 < missing < 0.45  # feedback.md: each meter missing with probability 0.3
+    prompt, action = week_prompt(rec, 6, FORMAT_V3)
+    assert prompt.startswith(f"rhythm v3\nobs {observe}\n") and prompt.count("\nfb ") == 6
+    assert prompt.endswith("\nevening:") and action == rec["answers"][6]["action"]
+
+
+def test_a_product_week_answers_what_the_person_followed_and_the_teacher_reads_it():
+    shape = Shape(**{**PRODUCT.__dict__, "answered": 1.0, "calendar": False, "history_weeks": 0})
+    rec = product_week(104, "in-dist", shape)
+    items = rec["context"]["feedback"]
+    assert len(items) == sum(a is not None for a in rec["answers"]) == 28
+    for t, item in enumerate(items):
+        followed = rec["actions"][t] == rec["answers"][t]["action"]
+        assert item["response"] == ("accepted" if followed else "ignored")
+    # the same week unanswered: same readings and person, but the teacher learns less
+    quiet = product_week(104, "in-dist", Shape(**{**shape.__dict__, "answered": 0.0}))
+    assert quiet["context"]["feedback"] == [] and quiet["views"][:2] == rec["views"][:2]
+    prompt, _ = week_prompt(rec, 10, FORMAT_V3)
+    assert prompt.count("\nfb ") == 10
+
+
+def test_a_world_week_is_played_in_its_world_by_the_named_teacher():
+    nominal = clean_week(21, "in-dist", Shape())
+    drained = clean_week(21, "in-dist", Shape(world="exercise-drains"), "bayes-robust")
+    assert drained["shape"]["world"] == "exercise-drains" and drained["teacher"] == "bayes-robust"
+    assert nominal["views"][0] == drained["views"][0]  # same person and start
+    assert nominal["views"] != drained["views"]
