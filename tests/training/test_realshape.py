@@ -15,8 +15,8 @@ from simulator import spec
 from simulator.env import RhythmEnv
 from training.realshape import (
     REAL_NOISE_SD,
-    Shape,
     TRAINING_WORLDS,
+    Shape,
     clean_week,
     draw_shape,
     draw_week_shape,
