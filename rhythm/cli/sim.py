@@ -102,9 +102,14 @@ def eval_cmd(
     conditions = list(spec.CONDITIONS) if condition == "all" else [condition]
     if conditions[0] not in spec.CONDITIONS:
         raise typer.BadParameter("expected in-dist, ood, discrete or all", param_hint="--condition")
-    if world != worlds.NOMINAL and (student is not None or feedback or observe != "clean"):
+    if world != worlds.NOMINAL and (feedback or observe != "clean"):
         raise typer.BadParameter(
-            "--world is measured in the plain protocol: not with --feedback, --observe or the student",
+            "--world is measured in the plain protocol: not with --feedback or --observe",
+            param_hint="--world",
+        )
+    if world == ALL_WORLDS and student is not None:
+        raise typer.BadParameter(
+            "--world all-worlds takes a registered policy; give the student one world at a time",
             param_hint="--world",
         )
     _check_calendar(calendar, read_calendar, student is not None, feedback, observe, world)
@@ -112,7 +117,9 @@ def eval_cmd(
         raise typer.BadParameter(
             f"expected one of {', '.join(OBSERVE_CONDITIONS)}", param_hint="--observe"
         )
-    if not calendar and (student is not None or feedback or observe != "clean"):
+    # a student in a misspecified world plays the plain protocol there, like a policy
+    plain = world != worlds.NOMINAL or calendar
+    if not plain and (student is not None or feedback or observe != "clean"):
         fresults = {
             c: evaluate_feedback(
                 _make_policy(policy, student),

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from rhythm.cli.sim import app
 from simulator.evaluate import evaluate
+from tests.agent.gguf_fixture import needs_llama_cpp
 
 runner = CliRunner()
 
@@ -197,3 +198,21 @@ def test_calendar_combinations_that_are_not_measured_are_usage_errors(args, hint
     res = runner.invoke(app, ["eval", *args, "--episodes", "2"])
     assert res.exit_code == 2 and hint in res.output
     assert "Traceback" not in res.output
+
+
+@needs_llama_cpp
+def test_the_student_plays_a_misspecified_world_like_any_policy():
+    """`--world` with the student (issue 21 item 5 measures students there): the plain
+    protocol in that world, the same seeds as the library's evaluate."""
+    res = runner.invoke(app, ["eval", "--policy", "student", "--world", "kind", "--episodes", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.stdout)
+    r = got["results"]["in-dist"]
+    assert got["world"] == "kind" and r["world"] == "kind" and r["episodes"] == 2
+    assert 0.0 < r["final_score"] < 1.0
+    nominal = json.loads(runner.invoke(app, ["eval", "--policy", "student", "--episodes", "2", "--json"]).stdout)
+    assert nominal["results"]["in-dist"]["final_score"] != r["final_score"]
+    res = runner.invoke(app, ["eval", "--policy", "student", "--world", "all-worlds"])
+    assert res.exit_code == 2 and "one world at a time" in res.output
+    res = runner.invoke(app, ["eval", "--policy", "student", "--world", "kind", "--feedback"])
+    assert res.exit_code == 2 and "--feedback" in res.output
