@@ -120,7 +120,7 @@ DEEP_WORDS = ["fokus", "focus", "programmieren", "coding", "schreiben", "writing
 
 @settings(max_examples=200, deadline=None)
 @given(
-    title=st.text(alphabet="qxzjwv 0123456789#-", max_size=20),
+    title=st.text(alphabet="qxzjwv 023456789#-", max_size=20),  # no "1": "1-1" is a 1:1, a title that says something
     words=st.lists(st.sampled_from(DEEP_WORDS), min_size=1, max_size=6),
     filler=st.text(alphabet="qxzjwv ,.;", max_size=30),
 )
