@@ -20,7 +20,8 @@ gives its Bayesian agent:
 - :class:`StreamTeacher`: the Bayesian agent on such a stream, as the product runs it: the
   belief fed every masked observation (earlier weeks too), the rest of the week planned
   afresh at every decision (the person did not follow the last plan);
-- :func:`product_week` and :func:`clean_week`: one labelled week (``rhythm-rollouts/2``).
+- :func:`product_week` and :func:`teacher_week` (clean and feedback-mode weeks): one
+  labelled week (``rhythm-rollouts/2``).
 
 Used by training/rollouts.py (the data) and benchmarks/student_real.py (the measurement).
 """
@@ -52,7 +53,9 @@ UNKNOWN_ACTION = spec.N_ACTIONS
 class Shape:
     """The conditions of one training week."""
 
-    kind: str = "clean"  # "clean": the simulator protocol's week; "product": a real-shaped one
+    # "clean": the simulator protocol's week; "product": a real-shaped one; "feedback": a week
+    # of the simulator's feedback mode
+    kind: str = "clean"
     calendar: bool = False  # some slots fixed by commitments (simulator.calendar.CalendarWeek)
     missing_share: float = 0.0  # share of slots with no meter reading at all
     missing_run: float = 1.0  # mean length of a gap, in slots
@@ -116,7 +119,7 @@ def draw_week_shape(
     world_share: float = 0.0,
 ) -> Shape:
     """The shape of training week ``seed``: with probability ``feedback_share`` a week of the
-    simulator's feedback mode (:func:`feedback_week`; noisy half the time, answers-only and
+    simulator's feedback mode (:func:`teacher_week`; noisy half the time, answers-only and
     clean a quarter each), with probability ``world_share`` a clean week in a misspecified
     world (:data:`TRAINING_WORLDS`) that the robust teacher labels, else
     :func:`draw_shape`'s (with both shares 0 exactly the weeks earlier data had)."""
@@ -314,17 +317,29 @@ def _record(seed, condition, teacher, shape, views, context, answers, actions, e
     }
 
 
-def clean_week(seed: int, condition: str, shape: Shape, teacher: str = "bayes") -> dict[str, Any]:
-    """The simulator protocol's week: the teacher (``act``, its plan carried from step to
-    step) plays; with a calendar, fixed slots do the commitment and carry no target."""
+def teacher_week(seed: int, condition: str, shape: Shape, teacher: str = "bayes") -> dict[str, Any]:
+    """A week the teacher plays itself (``act``, its plan carried from step to step): the
+    simulator protocol's clean week (in ``shape.world``; with a calendar, fixed slots do the
+    commitment and carry no target), or for ``shape.kind == "feedback"`` a week of the
+    simulator's feedback mode (feedback.md) under ``shape.observe``: the teacher configured
+    for the mode, as ``rhythm sim eval --feedback`` runs it, the person answering by the
+    answer model and doing their habit when they ignore; the views are what the agent
+    observes (``?`` where nothing was), and every answer is a ``fb`` line after its step."""
+    from simulator import feedback as fb
+    from simulator.env import RhythmEnv
     from training.weeks import teacher_policy
 
     policy = teacher_policy(teacher)
-    env = _week_env(condition, shape.calendar, shape.world)
+    feedback = shape.kind == "feedback"
+    if feedback:
+        policy.configure(feedback=True, observe=shape.observe)
+        env = RhythmEnv(condition=condition, feedback=True, observe=shape.observe)
+    else:
+        env = _week_env(condition, shape.calendar, shape.world)
     obs, info = env.reset(seed=int(seed))
     policy.reset(int(seed))
     cal = info.get("calendar")
-    views, answers, actions = [obs], [], []
+    views, answers, actions, items = [obs], [], [], []
     for t in range(spec.EPISODE_STEPS):
         a, b = policy.act(obs)
         fixed = cal is not None and cal[t] < spec.N_ACTIONS
@@ -332,9 +347,13 @@ def clean_week(seed: int, condition: str, shape: Shape, teacher: str = "bayes") 
         answers.append(None if fixed else {"action": int(a), "belief": belief})
         step = int(a) if b is None else {"action": int(a), "belief": np.asarray(b, dtype=np.float64)}
         obs, _, _, _, info = env.step(step)
-        actions.append(int(obs["last_action"]))
+        if feedback:  # the applied action even where the agent did not see it (answers-only)
+            items.append(_answer_item(t, a, int(obs["last_answer"]) == fb.ANSWER_ACCEPTED))
+            actions.append(int(info["answers"][-1]["applied"]))
+        else:
+            actions.append(int(obs["last_action"]))
         views.append(obs)
-    context = {"events": _calendar_context(cal), "feedback": [], "observe": "clean"}
+    context = {"events": _calendar_context(cal), "feedback": items, "observe": shape.observe}
     return _record(seed, condition, teacher, shape, views, context, answers, actions, env, info)
 
 
@@ -413,31 +432,3 @@ def _answer_item(t: int, action: int, accepted: bool) -> dict[str, Any]:
         "action": spec.ACTIONS[int(action)],
         "response": "accepted" if accepted else "ignored",
     }
-
-
-def feedback_week(seed: int, condition: str, shape: Shape, teacher: str = "bayes") -> dict[str, Any]:
-    """A week of the simulator's feedback mode (feedback.md) under ``shape.observe``: the
-    teacher recommends at every step (configured for the mode, as ``rhythm sim eval
-    --feedback`` runs it), the person answers by the answer model and does their habit when
-    they ignore; the views are what the agent observes (``?`` where nothing was), and every
-    answer is a ``fb`` line after its step."""
-    from simulator import feedback as fb
-    from simulator.env import RhythmEnv
-    from training.weeks import teacher_policy
-
-    policy = teacher_policy(teacher)
-    policy.configure(feedback=True, observe=shape.observe)
-    env = RhythmEnv(condition=condition, feedback=True, observe=shape.observe)
-    obs, info = env.reset(seed=int(seed))
-    policy.reset(int(seed))
-    views, answers, actions, items = [obs], [], [], []
-    for t in range(spec.EPISODE_STEPS):
-        a, b = policy.act(obs)
-        belief = None if b is None else np.asarray(b, dtype=np.float64)
-        answers.append({"action": int(a), "belief": None if belief is None else [round(float(x), 4) for x in belief]})
-        obs, _, _, _, info = env.step(int(a) if belief is None else {"action": int(a), "belief": belief})
-        items.append(_answer_item(t, a, int(obs["last_answer"]) == fb.ANSWER_ACCEPTED))
-        actions.append(int(info["answers"][-1]["applied"]))
-        views.append(obs)
-    context = {"events": [], "feedback": items, "observe": shape.observe}
-    return _record(seed, condition, teacher, shape, views, context, answers, actions, env, info)

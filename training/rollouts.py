@@ -121,14 +121,12 @@ def shaped_week(seed: int, teacher: str, condition: str, shares: tuple[float, fl
                 world_teacher: str = "bayes-robust") -> dict[str, Any]:
     """One week of ``--shaped`` data: its shape drawn from the seed (``shares``: product,
     calendar, feedback, world), then played and labelled."""
-    from training.realshape import clean_week, draw_week_shape, feedback_week, product_week
+    from training.realshape import draw_week_shape, product_week, teacher_week
 
     shape = draw_week_shape(seed, *shares)
-    if shape.kind == "feedback":
-        return feedback_week(seed, condition, shape, teacher)
-    if shape.kind == "clean":
-        return clean_week(seed, condition, shape, teacher if shape.world == "nominal" else world_teacher)
-    return product_week(seed, condition, shape)
+    if shape.kind == "product":
+        return product_week(seed, condition, shape)
+    return teacher_week(seed, condition, shape, teacher if shape.world == "nominal" else world_teacher)
 
 
 def _shaped_worker(job: tuple[list[int], str, str, tuple[float, float, float, float], str]) -> list[str]:

@@ -17,13 +17,12 @@ from training.realshape import (
     REAL_NOISE_SD,
     TRAINING_WORLDS,
     Shape,
-    clean_week,
     draw_shape,
     draw_week_shape,
-    feedback_week,
     gaps,
     product_week,
     teacher_view,
+    teacher_week,
     view_from_record,
 )
 from training.weeks import shaped, week_prompt
@@ -42,7 +41,7 @@ def weeks():
     return {
         "product": product_week(101, "in-dist", PRODUCT),
         "late": product_week(102, "in-dist", Shape(**{**PRODUCT.__dict__, "start": 9, "calendar": False})),
-        "clean": clean_week(103, "in-dist", Shape(calendar=True)),
+        "clean": teacher_week(103, "in-dist", Shape(calendar=True)),
     }
 
 
@@ -217,7 +216,7 @@ def test_week_shapes_mix_feedback_and_world_weeks_in_their_shares():
 
 @pytest.mark.parametrize("observe", ["noisy", "answers-only"])
 def test_a_feedback_week_shows_each_answer_after_its_step_and_only_what_was_observed(observe):
-    rec = json.loads(json.dumps(feedback_week(11, "in-dist", Shape(kind="feedback", observe=observe))))
+    rec = json.loads(json.dumps(teacher_week(11, "in-dist", Shape(kind="feedback", observe=observe))))
     assert rec["context"]["observe"] == observe and len(rec["views"]) == 29
     assert all(a is not None for a in rec["answers"])  # the teacher recommends every step
     items = rec["context"]["feedback"]
@@ -257,8 +256,8 @@ def test_a_product_week_answers_what_the_person_followed_and_the_teacher_reads_i
 
 
 def test_a_world_week_is_played_in_its_world_by_the_named_teacher():
-    nominal = clean_week(21, "in-dist", Shape())
-    drained = clean_week(21, "in-dist", Shape(world="exercise-drains"), "bayes-robust")
+    nominal = teacher_week(21, "in-dist", Shape())
+    drained = teacher_week(21, "in-dist", Shape(world="exercise-drains"), "bayes-robust")
     assert drained["shape"]["world"] == "exercise-drains" and drained["teacher"] == "bayes-robust"
     assert nominal["views"][0] == drained["views"][0]  # same person and start
     assert nominal["views"] != drained["views"]
