@@ -660,3 +660,14 @@ class BeliefState:
             mean = s["weights"] @ s["truth"]
             return np.sqrt(s["weights"] @ (s["truth"] - mean[None, :]) ** 2)
         return self._belief_samples().std(axis=0)
+
+
+def filter_belief(state: BeliefState, meters: Any = None) -> list[float]:
+    """What a filter says of the person now: the posterior median of (social, morning, work)
+    and its sd, then the five meters the agent plans from (``meters``; 0.5 where None),
+    eleven numbers rounded to 4 places (the v4 prompt's ``b`` line)."""
+    med = np.asarray(state.belief(), dtype=np.float64).reshape(-1)
+    sd = np.asarray(state.belief_sd(), dtype=np.float64).reshape(-1)
+    m = np.full(spec.N_METERS, 0.5) if meters is None else np.asarray(meters, dtype=np.float64).reshape(-1)
+    m = np.where(np.isfinite(m), np.clip(m, 0.0, 1.0), 0.5)
+    return [round(float(x), 4) for x in (*med, *sd, *m)]

@@ -498,9 +498,7 @@ class BayesAgent:
         self._t = t
         if self.use_calendar and obs.get("calendar") is not None:
             self._calendar = np.asarray(obs["calendar"], dtype=np.int64)
-        meters = np.asarray(obs["meters"], dtype=np.float64)
-        if not np.isfinite(meters).all():
-            meters = self._meters_estimate(meters)
+        meters = self.meters_now(obs)
         slot = int(obs["slot"])
         if t >= _T:
             return spec.SLEEP, self.belief()
@@ -517,6 +515,12 @@ class BayesAgent:
     def final_belief(self, observation: dict[str, Any]) -> np.ndarray:
         """The belief after the week's last observation (its last answer included)."""
         return self.act(observation)[1]
+
+    def meters_now(self, observation: dict[str, Any]) -> np.ndarray:
+        """The meters the agent plans from at ``observation`` (after it has read it): the
+        reading when every meter was observed, else the estimate (:meth:`_meters_estimate`)."""
+        meters = np.asarray(observation["meters"], dtype=np.float64)
+        return meters if np.isfinite(meters).all() else self._meters_estimate(meters)
 
     def _meters_estimate(self, meters: np.ndarray) -> np.ndarray:
         """The meters now where some are not observed: the samples' weighted estimate when

@@ -60,6 +60,20 @@ belief and no free text (titles never reach it)::
     afternoon: ? ? m .55 .60 .51 .52 .50 x ? ? ? ? ?    <- nobody knows what was done
     evening:
 
+Format ``rhythm v4`` (``fmt=FORMAT_V4``) is v3 with the agent's Bayesian filter in the
+stream: before each decision, a ``b`` line with the filter's median of the three traits and,
+when the observation does not show every meter, the meters the agent plans from: ``=`` for
+a meter shown, the estimate for one that is not (the product's carried-forward level, the
+simulator filter's estimate) (``context["filters"]``, step -> eleven numbers: medians, sds,
+meters; the sds are kept in the data, not written)::
+
+    m .62 ? .48 .55 .50
+    b .50 .50 .50 m = .50 = = =           <- the filter before this decision
+    morning:ADMIN_WORK +.12 m .58 .57 .49 .54 .50 x -.03 +.01 +.00 +.00 +.00
+    fb DEEP_WORK ignored
+    b .48 .41 .55                         <- every meter shown
+    afternoon:
+
 A v3 prompt ends like the others (``SLOT:``) and the answer line is the same, but the next
 prompt continues with what was *done* (or ``?``), so training inserts each answer as a
 target hidden from later tokens (``training.dataset``).
@@ -96,7 +110,14 @@ FORMAT_V2 = "rhythm v2"
 #: the answers to earlier recommendations (``fb``) in the stream where they happened; no
 #: past beliefs and no free text at all (see :func:`render_compact`).
 FORMAT_V3 = "rhythm v3"
-PROMPT_FORMATS = (FORMAT_VERSION, FORMAT_V2, FORMAT_V3)
+#: ``rhythm v4`` is v3 with the agent's filter in the stream: before each decision a ``b``
+#: line says what the Bayesian filter (``agent.belief.BeliefState``, the part of the teacher
+#: that reads the person; cheap, exact) believes then: median and sd of the three traits and
+#: the meters the plan starts from. The student is left the part a filter cannot do: the plan.
+FORMAT_V4 = "rhythm v4"
+PROMPT_FORMATS = (FORMAT_VERSION, FORMAT_V2, FORMAT_V3, FORMAT_V4)
+#: Formats of the product's shape (``?`` for unknowns, fixed slots and answers in the stream).
+STREAM_FORMATS = (FORMAT_V3, FORMAT_V4)
 GGUF_FORMAT_KEY = "rhythm.prompt_format"
 #: Longest calendar title / free-text field kept, in characters (after sanitising).
 MAX_TEXT_CHARS = 48
@@ -105,7 +126,7 @@ MAX_EVENTS = 16
 MAX_FEEDBACK = 16
 #: Feedback words rendered as they are; any other response is quoted as untrusted text.
 FEEDBACK_RESPONSES = ("accepted", "ignored", "rejected", "done", "skipped")
-CONTEXT_KEYS = ("events", "feedback", "observe")
+CONTEXT_KEYS = ("events", "feedback", "observe", "filters")
 #: What the ``obs`` line of a v3 prompt may say: simulator meters as they are, real-like
 #: readings (noise, gaps), or no readings at all.
 OBSERVE_CONDITIONS = ("clean", "noisy", "answers-only")
@@ -564,21 +585,62 @@ def v3_step_line(step_t: int, action: int, reward: float, event: int, meters, an
     )
 
 
-def _render_v3(history: Sequence[Mapping[str, Any]], ctx: Mapping[str, Any]) -> str:
+#: What a v4 ``b`` line writes for a meter the observation shows (the plan starts from it).
+SHOWN = "="
+
+
+def filter_line(values: Sequence[Any], shown: Sequence[bool] | None = None) -> str:
+    """A v4 ``b`` line from eleven numbers: the filter's median of (social, morning, work),
+    their sd (not written: the line stays short), and the five meters the agent plans from.
+    The line is ``b .42 .71 .30``, then, when the observation does not show every meter
+    (``shown``; None = all shown), `` m`` and the estimate of each meter it does not show,
+    ``=`` for those it does: ``b .42 .71 .30 m = .55 = = .50``. Numbers clipped to [0, 1]."""
+    v = [_finite(x, 0.0, 1.0) for x in _flat(values)]
+    if len(v) != 2 * len(spec.BELIEF_DIMS) + spec.N_METERS:
+        raise ValueError(f"a filter line needs 11 numbers (3 medians, 3 sds, 5 meters), got {values!r}")
+    line = "b " + " ".join(_unit(x) for x in v[:3])
+    seen = [True] * spec.N_METERS if shown is None else [bool(x) for x in shown]
+    if not all(seen):
+        line += " m " + " ".join(SHOWN if ok else _unit(x) for ok, x in zip(seen, v[6:], strict=True))
+    return line
+
+
+def _v4_filters(context: Mapping[str, Any]) -> dict[int, Sequence[Any]]:
+    """The filter's belief before each decision: ``context["filters"]`` maps a step ``t``
+    (0-27) to eleven numbers (:func:`filter_line`)."""
+    items = context.get("filters") or {}
+    if not isinstance(items, Mapping):
+        raise ValueError("filters must map a step to eleven numbers")
+    out = {}
+    for t, values in items.items():
+        t = int(t)
+        if not 0 <= t < spec.EPISODE_STEPS:
+            raise ValueError(f"filter step {t} is outside the week")
+        filter_line(values)  # checked now, written with the step's shown meters
+        out[t] = values
+    return out
+
+
+def _render_v3(history: Sequence[Mapping[str, Any]], ctx: Mapping[str, Any], fmt: str = FORMAT_V3) -> str:
     t0, meters0, steps = _read(history, unknown=True)
     observe = ctx.get("observe") or "clean"
     if observe not in OBSERVE_CONDITIONS:
         raise ValueError(f"observe must be one of {OBSERVE_CONDITIONS}, got {observe!r}")
     cal = _v3_calendar(ctx)
     fb = _v3_feedback(ctx)
+    filters = _v4_filters(ctx) if fmt == FORMAT_V4 else {}
     day = t0 // spec.SLOTS_PER_DAY
-    lines = [FORMAT_V3, f"obs {observe}", f"day {day}", *cal.get(day, [])]
+    lines = [fmt, f"obs {observe}", f"day {day}", *cal.get(day, [])]
     lines.append("m " + " ".join(_v3_unit(v) for v in meters0))
     t = t0
+    meters = meters0  # what the observation before the next decision shows
     for step in steps:
         if step.t // spec.SLOTS_PER_DAY != day:
             day = step.t // spec.SLOTS_PER_DAY
             lines += [f"day {day}", *cal.get(day, [])]
+        if step.t in filters:
+            lines.append(filter_line(filters[step.t], np.isfinite(np.asarray(meters, dtype=float))))
+        meters = step.meters
         lines.append(
             v3_step_line(step.t, step.action, step.reward, step.event, step.meters, step.anomalies)
         )
@@ -590,6 +652,8 @@ def _render_v3(history: Sequence[Mapping[str, Any]], ctx: Mapping[str, Any]) -> 
     if t // spec.SLOTS_PER_DAY != day:
         day = t // spec.SLOTS_PER_DAY
         lines += [f"day {day}", *cal.get(day, [])]
+    if t in filters:
+        lines.append(filter_line(filters[t], np.isfinite(np.asarray(meters, dtype=float))))
     return "\n".join(lines) + f"\n{spec.SLOTS[t % spec.SLOTS_PER_DAY]}:"
 
 
@@ -640,10 +704,12 @@ def render_compact(
     if fmt not in PROMPT_FORMATS:
         raise ValueError(f"unknown prompt format {fmt!r}; expected one of {PROMPT_FORMATS}")
     ctx = _check_context(context)
-    if fmt == FORMAT_V3:
+    if fmt in STREAM_FORMATS:
         if beliefs is not None and any(b is not None for b in beliefs) and history_beliefs:
-            raise ValueError("format v3 shows no past beliefs")
-        return _render_v3(history, ctx)
+            raise ValueError(f"format {fmt} shows no past beliefs")
+        if fmt == FORMAT_V3 and ctx.get("filters"):
+            raise ValueError("format v3 shows no filter lines (that is v4)")
+        return _render_v3(history, ctx, fmt)
     t0, meters0, steps = _read(history)
     blf = _check_beliefs(beliefs, len(steps))
     if history_beliefs is None:

@@ -21,6 +21,10 @@ every observation condition:
   ``cal d0 morning "ADMIN_WORK"`` in format v1/v2, ``cal morning ADMIN_WORK`` under each day
   in v3). The shipped v1 student never saw such lines in training: what it does with them
   is measured, not taught. Without ``read_calendar`` the calendar is not shown.
+- **The filter (format v4).** A v4 student is given what the Bayesian filter believes of the
+  person before each decision (``b`` lines): the policy runs the teacher's own filter (a
+  ``BayesAgent`` that does not plan, configured for the mode as the teacher is) on the same
+  observations and answers, so the student is left the plan.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from agent.belief import filter_belief
 from agent.llm_policy import LLMPolicy
-from agent.prompting import FORMAT_V3, MAX_FEEDBACK
+from agent.prompting import FORMAT_V4, MAX_FEEDBACK, STREAM_FORMATS
 from agent.runtime import LlamaCppModel, Model
 from simulator import spec
 from simulator.feedback import check_observe
@@ -47,6 +52,7 @@ class StudentPolicy:
         self.read_calendar = bool(read_calendar)
         self.feedback = False
         self.observe = "clean"
+        self._filter = None
         self.reset(0)
 
     @classmethod
@@ -56,17 +62,32 @@ class StudentPolicy:
     def configure(self, feedback: bool = False, observe: str = "clean") -> None:
         self.feedback = bool(feedback)
         self.observe = check_observe(observe)
+        self._filter = None
 
     def reset(self, seed: int) -> None:
+        self._seed = int(seed)
         self.llm.reset(seed)
         self.llm.set_context(None)
         self._answers: list[dict[str, Any]] = []
+        self._filters: dict[int, list[float]] = {}
         self._seen = np.array(spec.INITIAL_METERS, dtype=np.float64)
+        if self.reads_filter:
+            if self._filter is None:
+                from agent.planner import BayesAgent
+
+                self._filter = BayesAgent(plan=False)
+                self._filter.configure(feedback=self.feedback, observe=self.observe)
+            self._filter.reset(self._seed)
 
     @property
     def reads_unknowns(self) -> bool:
-        """Whether the prompt shows what is not known as ``?`` (format v3)."""
-        return self.llm.prompt_format == FORMAT_V3
+        """Whether the prompt shows what is not known as ``?`` (formats v3 and v4)."""
+        return self.llm.prompt_format in STREAM_FORMATS
+
+    @property
+    def reads_filter(self) -> bool:
+        """Whether the prompt carries the Bayesian filter's belief (format v4)."""
+        return self.llm.prompt_format == FORMAT_V4
 
     def view(self, obs: dict[str, Any]) -> dict[str, Any]:
         """The observation as the student's prompt shows it (module docstring)."""
@@ -86,7 +107,7 @@ class StudentPolicy:
     def act(self, observation: dict[str, Any]) -> tuple[int, np.ndarray | None]:
         t = int(observation["t"])
         if t == 0:
-            self.reset(0)
+            self.reset(self._seed)
         answer = int(observation.get("last_answer", 0) or 0)
         if t >= 1 and answer in _RESPONSES:
             self._answers.append(
@@ -105,6 +126,10 @@ class StudentPolicy:
             context["feedback"] = self._answers if self.reads_unknowns else self._answers[-MAX_FEEDBACK:]
         if self.reads_unknowns and self.observe != "clean":
             context["observe"] = self.observe
+        if self.reads_filter:
+            self._filter.act(observation)  # the teacher's filter on the same observation
+            self._filters[t] = filter_belief(self._filter.belief_state, self._filter.meters_now(observation))
+            context["filters"] = self._filters
         if context:
             self.llm.set_context(context)
         return self.llm.act(self.view(observation))

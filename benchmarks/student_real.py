@@ -31,7 +31,7 @@ decision: how often it agrees with itself under other posterior draws, and each 
 agreement with the seeds' majority (the training weeks' labels come from every week's own
 seed, so the majority is what a student can learn; seed 0 is one draw of it). ``--sim-weeks N`` adds simulated product-shaped weeks
 (``training.realshape.product_week`` on evaluation seeds): agreement with the teacher's
-label at every free step, v3 models only.
+label at every free step, v3 and v4 models only.
 """
 
 from __future__ import annotations
@@ -278,24 +278,24 @@ def stream_decisions(stream: Stream, days: int, models: dict[str, Path], teacher
 
 
 def sim_decisions(weeks: int, models: dict[str, Path], seed0: int = 20_000_000) -> list[dict[str, Any]]:
-    from agent.prompting import FORMAT_V3, OUTPUT_GBNF, parse_output, render_compact
+    from agent.prompting import OUTPUT_GBNF, STREAM_FORMATS, parse_output
     from agent.runtime import LlamaCppModel
-    from training.realshape import draw_shape, product_week, view_from_record
+    from training.realshape import draw_shape, product_week
+    from training.weeks import week_prompt
 
     loaded = {n: LlamaCppModel(p, n_ctx=2048, n_threads=1) for n, p in models.items()}
-    v3 = {n: m for n, m in loaded.items() if m.prompt_format == FORMAT_V3}
+    v3 = {n: m for n, m in loaded.items() if m.prompt_format in STREAM_FORMATS}
     rng = np.random.default_rng(seed0)
     out = []
     for w in range(weeks):
         shape = draw_shape(rng, product_share=1.0)
         rec = product_week(seed0 + w, "in-dist", shape)
-        views = [view_from_record(v) for v in rec["views"]]
         for k, ans in enumerate(rec["answers"]):
             if ans is None:
                 continue
             row = {"stream": "sim-product", "week": w, "t": shape.start + k, "teacher": ACTIONS[ans["action"]]}
-            prompt = render_compact(views[: k + 1], rec["context"], fmt=FORMAT_V3)
             for name, m in v3.items():
+                prompt, _ = week_prompt(rec, k, m.prompt_format)
                 p = parse_output(m.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=24))
                 row[name] = p.action if p.valid else None
             out.append(row)

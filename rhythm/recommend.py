@@ -252,19 +252,37 @@ def _clock(value: str | None, name: str) -> time | None:
 
 
 
-def person_belief(
-    records: list[tuple[dict[str, Any], dict[str, Any]]], feedback: list[dict[str, Any]]
-) -> tuple[Any, int]:
-    """The Bayesian belief about the person from their slot ``records`` (oldest first, as
-    ``observation_records`` gives them) and their answers (``storage.plans.answers``), and
-    how many records carried meter data. Shared by the plan and ``rhythm train refine``."""
+def _person_filter() -> Any:
     from agent.belief import BeliefState
 
     # real deltas are noisy; weeks of answers need more importance samples than a simulated
     # week (min_ess: docs/agent.md section 7). The simulator's noisy-readings filter
     # (meter_obs_sd) is not used: real meters are scores against the person's usual, not
     # noisy readings of the simulator's levels (issue 21 decides how the two meet).
-    belief = BeliefState(noise_sd=REAL_NOISE_SD, min_ess=100)
+    return BeliefState(noise_sd=REAL_NOISE_SD, min_ess=100)
+
+
+def _observe_answer(belief: Any, fb: dict[str, Any]) -> None:
+    """One stored answer (``storage.plans.answers``) into the belief."""
+    if fb["action"] not in ACTIONS:
+        return
+    a, accepted = ACTIONS.index(fb["action"]), fb["response"] == "accept"
+    m = fb.get("meters_before")
+    if isinstance(m, list) and len(m) == len(METERS) and fb["slot"] in SLOTS:
+        # the answer model (feedback.md): p(accept | who they are, the meters then, slot, action)
+        belief.observe_answer([np.nan if v is None else float(v) for v in m], SLOTS.index(fb["slot"]), a,
+                              accepted)
+    else:  # an answer to a recommendation stored before its meters were kept
+        belief.observe_feedback(a, accepted)
+
+
+def person_belief(
+    records: list[tuple[dict[str, Any], dict[str, Any]]], feedback: list[dict[str, Any]]
+) -> tuple[Any, int]:
+    """The Bayesian belief about the person from their slot ``records`` (oldest first, as
+    ``observation_records`` gives them) and their answers (``storage.plans.answers``), and
+    how many records carried meter data. Shared by the plan and ``rhythm train refine``."""
+    belief = _person_filter()
     observed = 0
     for obs, info in records:
         prev = info.get("previous")
@@ -272,17 +290,36 @@ def person_belief(
             observed += 1
         belief.update_from_observation(belief_view(obs, info))
     for fb in feedback:
-        if fb["action"] not in ACTIONS:
-            continue
-        a, accepted = ACTIONS.index(fb["action"]), fb["response"] == "accept"
-        m = fb.get("meters_before")
-        if isinstance(m, list) and len(m) == len(METERS) and fb["slot"] in SLOTS:
-            # the answer model (feedback.md): p(accept | who they are, the meters then, slot, action)
-            belief.observe_answer([np.nan if v is None else float(v) for v in m], SLOTS.index(fb["slot"]), a,
-                                  accepted)
-        else:  # an answer to a recommendation stored before its meters were kept
-            belief.observe_feedback(a, accepted)
+        _observe_answer(belief, fb)
     return belief, observed
+
+
+def person_filters(
+    records: list[tuple[dict[str, Any], dict[str, Any]]], feedback: list[dict[str, Any]], week_start: date
+) -> dict[int, list[float]]:
+    """What the filter believed of the person before each slot of the week from
+    ``week_start`` (the v4 prompt's ``b`` lines: step -> median and sd of the three traits
+    and the meters the plan starts from, the slot's filled meters):
+    the records fed in order, and each answer once its slot has passed, as the training
+    weeks' teacher read them (``training.realshape.StreamTeacher``)."""
+    from agent.belief import filter_belief
+
+    belief = _person_filter()
+    pending = sorted(
+        (fb for fb in feedback if fb.get("slot") in SLOTS),
+        key=lambda fb: (fb["local_day"], SLOTS.index(fb["slot"])),
+    )
+    out: dict[int, list[float]] = {}
+    k = 0
+    for obs, info in records:
+        here = (date.fromisoformat(info["local_day"]), SLOTS.index(info["slot_name"]))
+        while k < len(pending) and (pending[k]["local_day"], SLOTS.index(pending[k]["slot"])) < here:
+            _observe_answer(belief, pending[k])
+            k += 1
+        belief.update_from_observation(belief_view(obs, info))
+        if here[0] >= week_start:
+            out[int(obs["t"])] = filter_belief(belief, obs["meters"])  # the filled meters the plan starts from
+    return out
 
 
 def make_plan(db: Database, settings: Settings, day: date | None = None, now: datetime | None = None) -> Plan:
@@ -342,9 +379,8 @@ def make_plan(db: Database, settings: Settings, day: date | None = None, now: da
     open_now = [b for b in dp.blocks if b.slot == SLOTS[first_slot] and b.kind != "bedtime"]
     picks: dict[str, str | None] = {}
     if backend == "llm" and open_now:
-        week = [(o, i) for o, i in records if date.fromisoformat(i["local_day"]) >= week_start]
         fixed = _week_fixed(db, dp, week_start, day, tz)
-        action, reason = _llm_decision(model_path, week, dp, day, fixed, feedback)
+        action, reason = _llm_decision(model_path, records, week_start, dp, day, fixed, feedback)
         name = f"llm:{model_path.name}"
         picks = {"planner": open_now[0].action, "model": None if action is None else ACTIONS[action]}
         if action is None:
@@ -455,6 +491,7 @@ def model_prompt(
     answers: list[dict[str, Any]],
     fmt: str,
     events: list[dict[str, Any]] | None = None,
+    filters: dict[int, list[float]] | None = None,
 ) -> str:
     """The local model's prompt for the decision after the week's last record.
 
@@ -462,12 +499,13 @@ def model_prompt(
     ``rhythm.derive.observation_records`` gives them. Format v3: the whole week, every
     meter that was not observed and every slot nobody classified written ``?``
     (``agent.prompting.observed_view``), the week's fixed slots as ``cal`` lines and this
-    week's answers as ``fb`` lines. Formats v1/v2 cannot say "unknown": the week from after
+    week's answers as ``fb`` lines; format v4 also the filter's belief before each slot
+    (``filters``, :func:`person_filters`). Formats v1/v2 cannot say "unknown": the week from after
     its last gap (``_renderable_suffix``), with ``events`` and the last 8 answers as context.
     Raises ValueError when there is nothing to render."""
-    from agent.prompting import FORMAT_V3, observed_view, render_compact
+    from agent.prompting import FORMAT_V4, STREAM_FORMATS, observed_view, render_compact
 
-    if fmt == FORMAT_V3:
+    if fmt in STREAM_FORMATS:
         if not week:
             raise ValueError("no slots this week")
         monday = date.fromisoformat(week[0][1]["local_day"]) - timedelta(days=week[0][0]["day"])
@@ -476,7 +514,12 @@ def model_prompt(
             {"action": f["action"], "response": f["response"], "day": f["local_day"].weekday(), "slot": f["slot"]}
             for f in answers if monday <= f["local_day"] < monday + timedelta(days=7)
         ]
-        return render_compact(history, {"events": fixed, "feedback": fb, "observe": "noisy"}, fmt=fmt)
+        context = {"events": fixed, "feedback": fb, "observe": "noisy"}
+        if fmt == FORMAT_V4:
+            if filters is None:
+                raise ValueError("a v4 prompt needs the filter's beliefs")
+            context["filters"] = filters
+        return render_compact(history, context, fmt=fmt)
     fb = [
         {"action": f["action"], "response": "accepted" if f["response"] == "accept" else "ignored",
          "day": f["local_day"].weekday(), "slot": f["slot"]}
@@ -490,20 +533,23 @@ def model_prompt(
 
 def _llm_decision(
     path: Path,
-    week: list[tuple[dict[str, Any], dict[str, Any]]],
+    records: list[tuple[dict[str, Any], dict[str, Any]]],
+    week_start: date,
     dp: Any,
     day: date,
     fixed: list[dict[str, Any]],
     feedback: list[dict[str, Any]],
 ) -> tuple[int | None, str]:
-    from agent.prompting import FORMAT_VERSION, OUTPUT_GBNF, PROMPT_FORMATS, parse_output
+    from agent.prompting import FORMAT_V4, FORMAT_VERSION, OUTPUT_GBNF, PROMPT_FORMATS, parse_output
     from agent.runtime import load_model
 
     model = load_model(path)
     fmt = getattr(model, "prompt_format", None)
     fmt = fmt if fmt in PROMPT_FORMATS else FORMAT_VERSION
+    week = [(o, i) for o, i in records if date.fromisoformat(i["local_day"]) >= week_start]
+    filters = person_filters(records, feedback, week_start) if fmt == FORMAT_V4 else None
     try:
-        prompt = model_prompt(week, fixed, feedback, fmt, events=_events_context(dp, day))
+        prompt = model_prompt(week, fixed, feedback, fmt, events=_events_context(dp, day), filters=filters)
     except ValueError as exc:  # a malformed observation: never a crash, the planner decides
         return None, f"the week could not be rendered: {exc}"
     text = model.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=24)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from agent.prompting import FORMAT_V4
 from common.errors import ModelError, RhythmError
 from common.records import ACTIONS, METERS, SLOTS
 from rhythm.derive import observation_records
@@ -35,6 +36,7 @@ from rhythm.recommend import (
     fixed_lines,
     model_prompt,
     person_belief,
+    person_filters,
     product_model_path,
     refined_model_path,
 )
@@ -106,8 +108,11 @@ def collect(db: Database, settings: Settings, fmt: str) -> RefineData:
         before = [g for g in feedback if (g["local_day"], SLOTS.index(g["slot"])) < (day, slot) and g["slot"] in SLOTS]
         frames = _frames(db, monday, day, tz)
         fixed, events = fixed_lines(frames), commitment_lines(frames[-1], day)
+        filters = None
+        if fmt == FORMAT_V4:  # the filter's beliefs before each slot of that week
+            filters = person_filters([(o, i) for o, i in records if key(i) <= (day, slot)], before, monday)
         try:
-            prompt = model_prompt(week, fixed, before, fmt, events=events)
+            prompt = model_prompt(week, fixed, before, fmt, events=events, filters=filters)
         except ValueError:  # nothing the model could read at that decision
             skipped += 1
             continue

@@ -29,6 +29,7 @@ from agent.prompting import (
     FORMAT_V3,
     FORMAT_VERSION,
     PROMPT_FORMATS,
+    STREAM_FORMATS,
     format_output,
     render_compact,
 )
@@ -44,7 +45,7 @@ from training.common import (
     seed_everything,
 )
 from training.tokens import CORRECTION, EOS, load_tokenizer
-from training.weeks import read_rollouts, shaped
+from training.weeks import read_rollouts, shaped, week_context
 
 FORMAT = "rhythm-dataset/1"
 #: Spread of a stale belief around the last good one (per dimension, clipped to [0, 1]).
@@ -82,7 +83,8 @@ class Args:
         "rhythm v1 (past beliefs in the prompt), rhythm v2 (hidden: the student must infer the "
         "person from the meters every step; see docs/training.md for what it measured) or "
         "rhythm v3 (the product's shape: unknowns as ?, fixed slots and answers in the stream; "
-        "each answer inserted after its SLOT: and hidden from later tokens)",
+        "each answer inserted after its SLOT: and hidden from later tokens) or rhythm v4 (v3 "
+        "with the Bayesian filter's belief before each decision; shaped weeks with filters)",
     )
 
 
@@ -90,15 +92,16 @@ class Args:
 _STEP_RE = re.compile(rf"^(?:{'|'.join(spec.SLOTS)}):", re.MULTILINE)
 
 
-def v3_text(rec: dict[str, Any]) -> tuple[str, list[str | None]]:
-    """``(text, answers)`` of a week in format v3: the whole week as the prompts show it
-    (no answers in it: what the person *did* follows each ``SLOT:``) and the teacher's
-    answer line at each step (None where there is no target: a fixed slot)."""
+def v3_text(rec: dict[str, Any], fmt: str = FORMAT_V3) -> tuple[str, list[str | None]]:
+    """``(text, answers)`` of a week in format v3 (or v4, with the filter's lines): the whole
+    week as the prompts show it (no answers in it: what the person *did* follows each
+    ``SLOT:``) and the teacher's answer line at each step (None where there is no target:
+    a fixed slot)."""
     from training.realshape import view_from_record
 
     w = shaped(rec)
     views = [view_from_record(v) for v in w["views"]]
-    text = render_compact(views, w["context"], fmt=FORMAT_V3)
+    text = render_compact(views, week_context(w, fmt), fmt=fmt)
     answers = [None if a is None else format_output(a["action"], a["belief"]) for a in w["answers"]]
     return text, answers
 
@@ -148,10 +151,10 @@ def episode_text(
     marks them so that training hides each from the steps after it."""
     if fmt not in PROMPT_FORMATS:
         raise ValueError(f"unknown prompt format {fmt!r}")
-    if fmt == FORMAT_V3:
-        return v3_text(rec)[0]
+    if fmt in STREAM_FORMATS:
+        return v3_text(rec, fmt)[0]
     if rec.get("format") != "rhythm-rollouts/1":
-        raise ValueError(f"{rec.get('format')} weeks are for prompt format {FORMAT_V3}")
+        raise ValueError(f"{rec.get('format')} weeks are for prompt formats {STREAM_FORMATS}")
     shown = rec["student_beliefs"] if is_dagger(rec) else rec["beliefs"]
     beliefs = [None if b is None else tuple(b) for b in shown]
     return render_compact(
@@ -198,8 +201,8 @@ def encode_dagger(
 def encode_record(tok, rec: dict[str, Any], text: str, fmt: str):
     """:func:`encode_episode` for teacher weeks (beliefs hidden only in v2),
     :func:`encode_dagger` for relabelled student weeks."""
-    if fmt == FORMAT_V3:
-        return encode_inserted(tok, text, v3_text(rec)[1])
+    if fmt in STREAM_FORMATS:
+        return encode_inserted(tok, text, v3_text(rec, fmt)[1])
     if is_dagger(rec):
         answers = [format_output(a, b) for a, b in zip(rec["actions"], rec["beliefs"], strict=True)]
         return encode_dagger(tok, text, answers)
@@ -273,14 +276,14 @@ def next_beliefs(mask: np.ndarray, beliefs: list[Any]) -> np.ndarray:
 
 
 def _tokenizer_text(rec: dict[str, Any], text: str, fmt: str) -> str:
-    if fmt != FORMAT_V3:
+    if fmt not in STREAM_FORMATS:
         return text
-    return text + "\n".join(a for a in v3_text(rec)[1] if a is not None) + "\n"
+    return text + "\n".join(a for a in v3_text(rec, fmt)[1] if a is not None) + "\n"
 
 
 def _targets_beliefs(rec: dict[str, Any], fmt: str) -> list[Any]:
     """The teacher's belief at each target of a week, in order."""
-    if fmt == FORMAT_V3:
+    if fmt in STREAM_FORMATS:
         return [a["belief"] for a in shaped(rec)["answers"] if a is not None]
     return rec["beliefs"]
 
@@ -421,7 +424,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         log(f"dataset: {len(dropped)} DAgger weeks with an invalid student answer left out")
         train_idx = [i for i in train_idx if encoded[i] is not None]
         val_idx = [i for i in val_idx if encoded[i] is not None]
-    with_hide = args.prompt_format in (FORMAT_V2, FORMAT_V3) or any(is_dagger(r) for r in records)
+    with_hide = args.prompt_format in (FORMAT_V2, *STREAM_FORMATS) or any(is_dagger(r) for r in records)
     pad = tok.token_to_id(EOS)
     files = []
     for name, idx in (("train", train_idx), ("val", val_idx)):
@@ -445,7 +448,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     kept = [i for i, e in enumerate(encoded) if e is not None]
     lengths = np.array([len(encoded[i][0]) for i in kept])
     targets = np.array([int((encoded[i][1] > 0).sum()) for i in kept])
-    if args.prompt_format == FORMAT_V3:
+    if args.prompt_format in STREAM_FORMATS:
         spans = np.array([int((np.diff(np.r_[0, encoded[i][1] > 0]) == 1).sum()) for i in kept])
     else:
         spans = np.array([len(target_spans(texts[i])) for i in kept])
@@ -469,7 +472,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         "example": texts[0][:400],
         "seconds": round(time.time() - t0, 1),
     }
-    if args.prompt_format != FORMAT_V3 and stats["answers_per_episode_min"] != spec.EPISODE_STEPS:
+    if args.prompt_format not in STREAM_FORMATS and stats["answers_per_episode_min"] != spec.EPISODE_STEPS:
         raise ValueError(
             f"an episode text has {stats['answers_per_episode_min']} answers, expected 28"
         )

@@ -517,12 +517,12 @@ def _data_summary(root: Path, ck: dict[str, Any]) -> str:
 
 
 def ship(root: Path, dest: Path, args: Args) -> Path:
-    """Copy ``student-q8_0.gguf`` into ``dest`` with a generated ``MODEL_CARD.md``: a v3
+    """Copy ``student-q8_0.gguf`` into ``dest`` with a generated ``MODEL_CARD.md``: a v3 or v4
     student (trained on product-shaped weeks) as ``student-real-q8_0.gguf``, the model
     ``rhythm recommend`` asks; a v1/v2 one as ``student-q8_0.gguf``, the simulator's."""
     src = root / "export" / "student-q8_0.gguf"
     dest.mkdir(parents=True, exist_ok=True)
-    v3 = checkpoint_prompt_format(final_checkpoint(root)) == "rhythm v3"
+    v3 = checkpoint_prompt_format(final_checkpoint(root)) in ("rhythm v3", "rhythm v4")
     name = "student-real-q8_0.gguf" if v3 else "student-q8_0.gguf"
     shutil.copy(src, dest / name)
     ck = json.loads((final_checkpoint(root) / "checkpoint.json").read_text())

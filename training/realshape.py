@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from agent.belief import filter_belief
 from agent.prompting import observed_view
 from mapping.observations import belief_view
 from simulator import spec
@@ -299,7 +300,8 @@ def view_from_record(rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _record(seed, condition, teacher, shape, views, context, answers, actions, env, info) -> dict[str, Any]:
+def _record(seed, condition, teacher, shape, views, context, answers, actions, env, info,
+            filters) -> dict[str, Any]:
     grade = env.unwrapped.grade().to_dict()
     return {
         "format": FORMAT,
@@ -311,6 +313,7 @@ def _record(seed, condition, teacher, shape, views, context, answers, actions, e
         "context": context,
         "answers": answers,
         "actions": actions,
+        "filters": filters,
         "belief_truth": [float(x) for x in info["belief_truth"]],
         "profile": info["profile"],
         "grade": grade,
@@ -339,9 +342,10 @@ def teacher_week(seed: int, condition: str, shape: Shape, teacher: str = "bayes"
     obs, info = env.reset(seed=int(seed))
     policy.reset(int(seed))
     cal = info.get("calendar")
-    views, answers, actions, items = [obs], [], [], []
+    views, answers, actions, items, filters = [obs], [], [], [], []
     for t in range(spec.EPISODE_STEPS):
         a, b = policy.act(obs)
+        filters.append(filter_belief(policy.belief_state, policy.meters_now(obs)))
         fixed = cal is not None and cal[t] < spec.N_ACTIONS
         belief = None if b is None else [round(float(x), 4) for x in np.asarray(b).reshape(-1)]
         answers.append(None if fixed else {"action": int(a), "belief": belief})
@@ -354,7 +358,7 @@ def teacher_week(seed: int, condition: str, shape: Shape, teacher: str = "bayes"
             actions.append(int(obs["last_action"]))
         views.append(obs)
     context = {"events": _calendar_context(cal), "feedback": items, "observe": shape.observe}
-    return _record(seed, condition, teacher, shape, views, context, answers, actions, env, info)
+    return _record(seed, condition, teacher, shape, views, context, answers, actions, env, info, filters)
 
 
 def _history_week(profile, seed: int, k: int, shape: Shape, teacher: StreamTeacher) -> None:
@@ -392,10 +396,11 @@ def product_week(seed: int, condition: str, shape: Shape) -> dict[str, Any]:
     stream = ProductStream(shape, rng, cal)
     stream.add(obs["meters"], None)
     answer_rng = np.random.default_rng([int(seed), SHAPE_STREAM, 3])
-    views, answers, actions, feedback = [], [], [], []
+    views, answers, actions, feedback, filters = [], [], [], [], []
     for t in range(spec.EPISODE_STEPS):
         o, i = stream.observation(t)
         teacher.observe(teacher_view(o, i))
+        filters.append(filter_belief(teacher.agent.belief_state, o["meters"]))  # what it plans from
         view = observed_view(o, i["previous"]["observed"] if i.get("previous") else None)
         views.append(view)
         fixed = cal is not None and cal[t] < spec.N_ACTIONS
@@ -420,8 +425,9 @@ def product_week(seed: int, condition: str, shape: Shape) -> dict[str, Any]:
     views.append(observed_view(o, i["previous"]["observed"]))
     views = views[shape.start :]
     answers = answers[shape.start :]
+    filters = filters[shape.start :]
     context = {"events": _calendar_context(cal, rng), "feedback": feedback, "observe": "noisy"}
-    return _record(seed, condition, "bayes-stream", shape, views, context, answers, actions, env, info)
+    return _record(seed, condition, "bayes-stream", shape, views, context, answers, actions, env, info, filters)
 
 
 def _answer_item(t: int, action: int, accepted: bool) -> dict[str, Any]:

@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 from agent.prompting import (
     CHAT_SYSTEM,
     FORMAT_V3,
+    FORMAT_V4,
     MAX_TEXT_CHARS,
     OUTPUT_GBNF,
     ParsedOutput,
     compact_step_line,
+    filter_line,
     format_output,
     observed_view,
     parse_output,
@@ -645,3 +647,60 @@ def test_median_number_minimises_absolute_error_where_the_mode_does_not():
     assert median_number(peaked) == 93
     with pytest.raises(ValueError):
         median_number(np.zeros(99))
+
+
+# --- format v4: v3 with the Bayesian filter's belief before each decision --------------------
+
+F0 = (0.5, 0.49, 0.51, 0.24, 0.25, 0.236, 0.7, 0.71, 0.49, 0.69, 0.72)
+F1 = (0.7, 0.2, 1.2, 0.1, -0.1, 0.0, 0.6, 0.62, 0.68, 0.66, 0.69)  # clipped to [0, 1]
+
+
+def test_render_v4_golden_puts_the_filter_before_each_decision_after_the_day_s_lines():
+    """The ``b`` line: the traits' medians, and where the observation does not show a meter,
+    the estimate the plan starts from (``=`` for a meter shown); the sds stay in the data."""
+    history = [obs(2, (NAN, 0.71, 0.49, NAN, 0.72)), obs(3, M1, spec.SOCIALIZE, NAN),
+               obs(4, M1, spec.SLEEP, 0.2)]
+    ctx = {"observe": "noisy", "events": [{"day": 1, "slot": 0, "action": "ADMIN_WORK"}],
+           "feedback": [{"day": 0, "slot": 3, "action": "SLEEP", "response": "accepted"}],
+           "filters": {2: F0, 3: F1, 4: F1}}
+    assert render_compact(history, ctx, fmt=FORMAT_V4) == (
+        "rhythm v4\nobs noisy\nday 0\nm ? .71 .49 ? .72\n"
+        "b .50 .49 .51 m .70 = = .69 =\n"
+        "evening:SOCIALIZE ? m .60 .62 .68 .66 .69 x +.00 +.00 +.00 +.00 +.00\n"
+        "b .70 .20 1.00\n"
+        "night:SLEEP +.20 m .60 .62 .68 .66 .69 x +.00 +.00 +.00 +.00 +.00\nfb SLEEP accepted\n"
+        "day 1\ncal morning ADMIN_WORK\nb .70 .20 1.00\nmorning:"
+    )
+
+
+def test_v4_prompt_continues_with_what_was_done_and_keeps_each_filter_line():
+    history, _ = play()
+    rng = np.random.default_rng(3)
+    views = [history[0]] + [observed_view(o, rng.random(5) < 0.6, action_known=rng.random() < 0.3) for o in history[1:]]
+    filters = {t: tuple(rng.random(11)) for t in range(spec.EPISODE_STEPS)}
+    ctx = {"observe": "noisy", "filters": filters}
+    full = render_compact(views, ctx, fmt=FORMAT_V4)
+    assert full.count("\nb ") == spec.EPISODE_STEPS
+    for k in range(spec.EPISODE_STEPS):
+        prompt = render_compact(views[: k + 1], ctx, fmt=FORMAT_V4)
+        assert full.startswith(prompt) and prompt.endswith(":")
+        shown = np.isfinite(np.asarray(views[k]["meters"], dtype=float))
+        assert prompt.splitlines()[-2] == filter_line(filters[k], shown)  # the filter right before it
+    # without the filter lines a v4 text is the v3 text
+    v3 = render_compact(views, {"observe": "noisy"}, fmt=FORMAT_V3)
+    assert "\n".join(x for x in full.splitlines()[1:] if not x.startswith("b ")) == "\n".join(v3.splitlines()[1:])
+
+
+V4_MALFORMED = [
+    pytest.param({"filters": {0: (0.5,) * 6}}, FORMAT_V4, "11 numbers", id="short"),
+    pytest.param({"filters": {28: F0}}, FORMAT_V4, "outside the week", id="step"),
+    pytest.param({"filters": {0: (NAN,) * 11}}, FORMAT_V4, "non-finite", id="nan"),
+    pytest.param({"filters": [F0]}, FORMAT_V4, "must map", id="not-a-mapping"),
+    pytest.param({"filters": {0: F0}}, FORMAT_V3, "that is v4", id="v3-with-filters"),
+]
+
+
+@pytest.mark.parametrize("context,fmt,match", V4_MALFORMED)
+def test_render_v4_rejects_malformed_filters(context, fmt, match):
+    with pytest.raises(ValueError, match=match):
+        render_compact([obs(0, M0)], context, fmt=fmt)

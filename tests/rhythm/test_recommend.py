@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from common.records import ACTIONS, SLOTS
@@ -350,3 +351,59 @@ def test_a_v3_gguf_picks_the_current_slot_from_the_whole_week(settings, tmp_path
     assert not any("no valid answer" in n or "could not be rendered" in n for n in plan.notes)
     assert plan.picks["model"] in ACTIONS and plan.picks["planner"] in ACTIONS
     assert plan.slots[0].model == f"llm:{path.name}" or any(path.name in n for n in plan.notes)
+
+
+def test_a_v4_model_reads_the_filter_before_every_slot_of_the_week(settings):
+    """Format v4 is the v3 week with the Bayesian filter's belief before each slot: one ``b``
+    line per slot, read from the same records and answers as the plan's belief, each answer
+    counted once its slot has passed (the answer to Tuesday evening moves the filter from
+    Tuesday night on, never before)."""
+    from zoneinfo import ZoneInfo
+
+    from agent.prompting import filter_line
+    from rhythm.derive import observation_records
+    from rhythm.recommend import HISTORY_WEEKS, model_prompt, person_belief, person_filters
+    from storage import plans
+
+    monday = _week_with_gaps(settings)
+    tz = ZoneInfo("UTC")
+    with open_db(settings.database) as db:
+        records = [(o, i) for o, i in observation_records(db, monday - timedelta(weeks=HISTORY_WEEKS), DAY, tz=tz)
+                   if (date.fromisoformat(i["local_day"]), SLOTS.index(i["slot_name"])) <= (DAY, 0)]
+        answers = plans.answers(db)
+    week = [(o, i) for o, i in records if date.fromisoformat(i["local_day"]) >= monday]
+    filters = person_filters(records, answers, monday)
+    assert sorted(filters) == [int(o["t"]) for o, _ in week] == list(range(9))
+    # after the traits, the meters the plan starts from: the slot's filled meters
+    for o, _ in week:
+        np.testing.assert_allclose(filters[int(o["t"])][6:], np.clip(o["meters"], 0, 1), atol=1e-4)
+    # the last line is the plan's own belief (every record and answer in)
+    belief, _ = person_belief(records, answers)
+    np.testing.assert_allclose(filters[8][:3], belief.belief(), atol=1e-4)
+    # the answer to Tuesday evening (t = 6) counts from Tuesday night (t = 7) on
+    quiet = person_filters(records, [], monday)
+    assert all(quiet[t] == filters[t] for t in range(7)) and quiet[7] != filters[7]
+    prompt = model_prompt(week, [], answers, "rhythm v4", filters=filters)
+    lines = prompt.split("\n")
+    assert lines[:3] == ["rhythm v4", "obs noisy", "day 0"]
+    shown = [x for x in lines if x.startswith("b ")]
+    assert [x.split(" m ")[0] for x in shown] == [filter_line(filters[t]) for t in range(9)]
+    # Monday afternoon was not read: the line before Monday evening gives the plan's meters
+    assert shown[2] == filter_line(filters[2], [False] * 5)
+    assert lines[-1] == "morning:" and lines[-2].startswith(filter_line(filters[8]))
+    with pytest.raises(ValueError, match="filter"):
+        model_prompt(week, [], answers, "rhythm v4")
+
+
+@pytest.mark.ml
+@needs_llama_cpp
+def test_a_v4_gguf_picks_the_current_slot_with_the_filter_in_its_prompt(settings, tmp_path):
+    from dataclasses import replace
+
+    from tests.agent.gguf_fixture import build_tiny_gguf
+
+    path, _ = build_tiny_gguf(tmp_path / "tiny-v4.gguf", metadata={"rhythm.prompt_format": "rhythm v4"})
+    _week_with_gaps(settings)
+    plan = recommend(replace(settings, model_path=path, agent_backend="llm"), day=DAY, now=_now(DAY, 8))
+    assert not any("no valid answer" in n or "could not be rendered" in n for n in plan.notes)
+    assert plan.picks["model"] in ACTIONS and plan.picks["planner"] in ACTIONS

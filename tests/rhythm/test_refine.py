@@ -77,3 +77,20 @@ def test_a_bad_base_model_is_one_line(settings, run_cli, tmp_path):  # noqa: F81
     code, _, err = run_cli("--home", settings.home, "train", "refine", "--base", tmp_path / "none.gguf")
     assert code != 0 and "not found" in err
     assert not refined_model_path(settings).exists() and _runs(settings, "refine") == 0
+
+
+def test_a_v4_base_gets_examples_with_the_filter_of_each_answered_slot(settings):  # noqa: F811
+    """Refining a v4 student: each example's prompt carries the filter's line before every
+    slot of that week up to the answered one, as `rhythm recommend` would have shown it."""
+    from rhythm.refine import collect
+
+    answers = _answer_days(settings, 2)
+    with open_db(settings.database, read_only=True) as db:
+        v3, v4 = collect(db, settings, "rhythm v3"), collect(db, settings, "rhythm v4")
+    assert len(v4.examples) == len(v3.examples) > 0 and v4.answers == answers
+    for a, b in zip(v3.examples, v4.examples, strict=True):
+        assert b.prompt.startswith("rhythm v4\n") and a.answer == b.answer
+        lines = b.prompt.split("\n")
+        steps = [x for x in lines if x.split(":")[0] in ("morning", "afternoon", "evening", "night")]
+        assert sum(x.startswith("b ") for x in lines) == len(steps)  # one before each slot
+        assert [x for x in lines if not x.startswith("b ")][1:] == a.prompt.split("\n")[1:]

@@ -161,10 +161,11 @@ def test_product_views_render_what_the_product_prompt_would(weeks):
 
 
 @needs_ml
-def test_v3_training_sequence_computes_each_step_s_prompt(weeks):
+@pytest.mark.parametrize("fmt", [FORMAT_V3, "rhythm v4"])
+def test_v3_training_sequence_computes_each_step_s_prompt(weeks, fmt):
     """One whole-week sequence with the answers inserted and hidden gives, at every target,
-    the logits the model gives on that step's v3 prompt, which shows what was *done* there
-    (or ?), not the teacher's answer."""
+    the logits the model gives on that step's v3 (v4) prompt, which shows what was *done*
+    there (or ?), not the teacher's answer."""
     import torch
 
     from training.batches import forward_hidden
@@ -173,12 +174,12 @@ def test_v3_training_sequence_computes_each_step_s_prompt(weeks):
     from training.tokens import EOS
 
     recs = list(weeks.values())
-    tok = train_tokenizer([v3_text(r)[0] + "\n".join(a for a in v3_text(r)[1] if a) for r in recs], 600)
+    tok = train_tokenizer([v3_text(r, fmt)[0] + "\n".join(a for a in v3_text(r, fmt)[1] if a) for r in recs], 600)
     eos = tok.token_to_id(EOS)
     torch.manual_seed(0)
     model = build_model(Args(layers=2, hidden=64, ffn=128, heads=2, kv_heads=2), tok.get_vocab_size(), eos).eval()
     for rec in (weeks["product"], weeks["late"]):
-        text, answers = v3_text(rec)
+        text, answers = v3_text(rec, fmt)
         ids, mask, hide = encode_inserted(tok, text, answers)
         targets = [k for k, a in enumerate(answers) if a is not None]
         starts = [i for i in range(1, len(mask)) if mask[i] and not mask[i - 1]]
@@ -187,7 +188,7 @@ def test_v3_training_sequence_computes_each_step_s_prompt(weeks):
             hidden = model.lm_head(forward_hidden(model, torch.tensor(ids[None]).long(),
                                                   torch.tensor(hide[None].astype(np.int64))))[0]
             for k, s in list(zip(targets, starts, strict=True))[:: max(1, len(targets) // 5)]:
-                prompt, action = week_prompt(rec, k, FORMAT_V3)
+                prompt, action = week_prompt(rec, k, fmt)
                 p_ids = [eos, *tok.encode(prompt).ids]
                 kept = [int(i) for i, h in zip(ids[:s], hide[:s], strict=True) if not h]
                 assert p_ids == kept
@@ -261,3 +262,54 @@ def test_a_world_week_is_played_in_its_world_by_the_named_teacher():
     assert drained["shape"]["world"] == "exercise-drains" and drained["teacher"] == "bayes-robust"
     assert nominal["views"][0] == drained["views"][0]  # same person and start
     assert nominal["views"] != drained["views"]
+
+
+class _V4Script:
+    """A scripted v4 model that answers with the teacher's recorded answers, in order."""
+
+    prompt_format = "rhythm v4"
+
+    def __init__(self, outputs):
+        from agent.runtime import ScriptedModel
+
+        self._m = ScriptedModel(outputs)
+
+    def complete(self, prompt, **kw):
+        return self._m.complete(prompt, **kw)
+
+    @property
+    def prompts(self):
+        return self._m.prompts
+
+
+@pytest.mark.parametrize("observe", [None, "noisy", "answers-only"])
+def test_the_v4_student_s_filter_reads_the_week_as_the_teacher_s_did(observe):
+    """The filter lines a v4 student is given in ``rhythm sim eval`` are the ones its training
+    weeks carried: the student plays the teacher's week (its recorded answers), and every
+    ``b`` line of its prompts is the teacher's filter at that step."""
+    from agent.prompting import FORMAT_V4, filter_line, format_output
+    from agent.student_policy import StudentPolicy
+    from simulator.feedback_eval import play_episodes
+
+    shape = Shape() if observe is None else Shape(kind="feedback", observe=observe)
+    rec = teacher_week(31, "in-dist", shape)
+    model = _V4Script([format_output(a["action"], a["belief"]) for a in rec["answers"]])
+    policy = StudentPolicy(model)
+    play_episodes(policy, [31], feedback=observe is not None, observe=observe or "clean")
+    assert len(model.prompts) == 28
+    shown = [x for x in model.prompts[-1].splitlines() if x.startswith("b ")]
+    assert [x.split(" m ")[0] for x in shown] == [filter_line(f) for f in rec["filters"]]
+    assert observe != "answers-only" or all(" m " in x for x in shown)  # no meter shown: all estimated
+    # and the training text of that week is what the student read, step by step
+    assert week_prompt(rec, 27, FORMAT_V4)[0] == model.prompts[-1]
+
+
+def test_v4_weeks_need_their_filters():
+    from agent.prompting import FORMAT_V4
+
+    rec = teacher_week(32, "in-dist", Shape())
+    old = {k: v for k, v in rec.items() if k != "filters"}
+    with pytest.raises(ValueError, match="no filter beliefs"):
+        week_prompt(old, 3, FORMAT_V4)
+    prompt, _ = week_prompt(rec, 3, FORMAT_V4)
+    assert prompt.startswith("rhythm v4\nobs clean\nday 0\nm ") and prompt.count("\nb ") == 4
