@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.prompting import FORMAT_V4
 from simulator import spec
 from simulator.evaluate import PUBLISHED, PUBLISHED_BELIEF_MAE, EvalResult, evaluate
 from training.common import (
@@ -94,8 +95,14 @@ def make_student(path: str, n_ctx: int):
 
         silence_llama_cpp()
         timed = TimedModel(LlamaCppModel(p, n_ctx=n_ctx, n_threads=1))
-        policy = LLMPolicy(timed, form="compact", max_tokens=24)
-        return policy, lambda: {
+        if timed.prompt_format == FORMAT_V4:  # it reads the teacher's filter: the student policy runs it
+            from agent.student_policy import StudentPolicy
+
+            player = StudentPolicy(timed)
+            policy = player.llm
+        else:
+            player = policy = LLMPolicy(timed, form="compact", max_tokens=24)
+        return player, lambda: {
             "backend": "llama.cpp",
             "bytes": p.stat().st_size,
             "ms_per_decision": 1000 * timed.seconds / max(1, timed.calls),

@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 import regex
 
-from agent.prompting import belief_digits_next, median_number, parse_output, render_compact
+from agent.prompting import (
+    FORMAT_V4,
+    belief_digits_next,
+    median_number,
+    parse_output,
+    render_compact,
+)
 from simulator import spec
 from simulator.policies import heuristic_action
 from training.checkpoints import checkpoint_prompt_format
@@ -148,6 +154,8 @@ class TorchStudent:
         return self.complete_ids(self.prompt_ids(prompt))
 
     def act(self, observation: dict[str, Any]):
+        if self.prompt_format == FORMAT_V4:
+            raise ValueError("a v4 student reads the Bayesian filter: play its GGUF (agent.student_policy.StudentPolicy)")
         t0 = time.perf_counter()
         if self._history and int(observation["t"]) != int(self._history[-1]["t"]) + 1:
             self.reset(0)

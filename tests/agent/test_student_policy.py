@@ -11,6 +11,7 @@ from agent.runtime import ScriptedModel
 from agent.student_policy import StudentPolicy
 from simulator import spec
 from simulator.feedback_eval import play_episodes
+from tests.agent.gguf_fixture import needs_llama_cpp
 
 
 @pytest.mark.parametrize("observe", ["clean", "noisy", "answers-only"])
@@ -81,3 +82,41 @@ def test_a_v3_student_reads_unknowns_as_unknown_and_every_answer_after_its_step(
     if observe == "answers-only":
         assert all(" m ? ? ? ? ? " in x for x in steps)
     assert unknown > 0
+
+
+class _V4Script(ScriptedModel):
+    prompt_format = "rhythm v4"
+
+
+@pytest.mark.parametrize("observe", ["clean", "noisy"])
+def test_a_v4_student_is_given_the_filter_before_every_decision(observe):
+    """A v4 student reads the Bayesian filter's line before each decision: the traits'
+    medians move as the week is read, and where a meter is not shown the line gives the
+    estimate the plan starts from."""
+    model = _V4Script(default=format_output(spec.SOCIALIZE, (0.6, 0.4, 0.5)))
+    policy = StudentPolicy(model)
+    play_episodes(policy, [5], feedback=observe != "clean", observe=observe)
+    assert policy.llm.invalid_outputs == 0 and len(model.calls) == 28
+    for k, prompt in enumerate(model.prompts):
+        lines = prompt.splitlines()
+        assert lines[-2].startswith("b ") and sum(x.startswith("b ") for x in lines) == k + 1
+    b = [x for x in model.prompts[-1].splitlines() if x.startswith("b ")]
+    assert len({x.split(" m ")[0] for x in b}) > 5  # the belief is read, not fixed
+    if observe == "noisy":
+        assert any(" m " in x for x in b)  # some meter missing: the estimate is given
+    else:
+        assert not any(" m " in x for x in b)
+
+
+@pytest.mark.ml
+@needs_llama_cpp
+def test_evaluate_plays_a_v4_gguf_through_the_student_policy(tmp_path):
+    from tests.agent.gguf_fixture import build_tiny_gguf
+    from training.evaluate import make_student
+
+    path, _ = build_tiny_gguf(tmp_path / "tiny-v4.gguf", metadata={"rhythm.prompt_format": "rhythm v4"})
+    policy, stats = make_student(str(path), 2048)
+    assert isinstance(policy, StudentPolicy) and policy.reads_filter
+    play_episodes(policy, [2], feedback=False, observe="clean")
+    s = stats()
+    assert s["decisions"] == 28 and s["invalid_outputs"] == 0
