@@ -34,10 +34,11 @@ from training.common import (
     parse_args,
 )
 
-V3 = "rhythm v3"
+V4 = "rhythm v4"
 #: Budget presets: overrides per stage (see each script's Args for the meaning). ``smoke``,
-#: ``medium`` and ``full`` train the v3 student on weeks shaped like the product's (one SFT
-#: stage from scratch with a prefix curriculum; v3 shows no past beliefs, so there is
+#: ``medium`` and ``full`` train the v4 student on weeks shaped like the product's (one SFT
+#: stage from scratch with a prefix curriculum; v4 shows the teacher's filter before each
+#: decision and no past beliefs, so there is
 #: nothing to blind or copy; in medium and full a quarter of the weeks in the simulator's
 #: feedback mode, which raised the student's feedback-mode scores (docs/training.md);
 #: misspecified worlds' weeks did not help the student there, so they are left out and
@@ -46,7 +47,7 @@ V3 = "rhythm v3"
 BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
     "smoke": {
         "rollouts": {"episodes": 6, "workers": 1, "shaped": True, "product_share": 0.5},
-        "dataset": {"vocab_size": 512, "val_fraction": 0.34, "prompt_format": V3},
+        "dataset": {"vocab_size": 512, "val_fraction": 0.34, "prompt_format": V4},
         "sft": {
             "layers": 2,
             "hidden": 64,
@@ -72,7 +73,7 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "medium": {
         "rollouts": {"episodes": 2000, "workers": 2, "shaped": True, "product_share": 0.6, "feedback_share": 0.25},
-        "dataset": {"vocab_size": 1024, "prompt_format": V3},
+        "dataset": {"vocab_size": 1024, "prompt_format": V4},
         "sft": {
             "minutes": 45.0,
             "steps": 100_000,
@@ -87,7 +88,7 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "full": {
         "rollouts": {"episodes": 4000, "workers": 2, "shaped": True, "product_share": 0.6, "feedback_share": 0.25},
-        "dataset": {"vocab_size": 1024, "prompt_format": V3},
+        "dataset": {"vocab_size": 1024, "prompt_format": V4},
         "sft": {
             "minutes": 85.0,
             "steps": 100_000,

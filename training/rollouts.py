@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from agent.belief import filter_belief
 from training.common import (
     Progress,
     finish_output,
@@ -89,10 +90,12 @@ def play_episode(
     policy.reset(int(seed))
     if hasattr(policy, "observe_truth"):
         policy.observe_truth(info)
-    observations, actions, beliefs = [observation_record(obs)], [], []
+    observations, actions, beliefs, filters = [observation_record(obs)], [], [], []
     terminated = False
     while not terminated:
         a, b = policy.act(obs)
+        if hasattr(policy, "belief_state") and hasattr(policy, "meters_now"):  # the filter, for v4 prompts
+            filters.append(filter_belief(policy.belief_state, policy.meters_now(obs)))
         actions.append(int(a))
         beliefs.append(
             None if b is None else [round(float(x), 4) for x in np.asarray(b).reshape(-1)]
@@ -111,6 +114,7 @@ def play_episode(
         "observations": observations,
         "actions": actions,
         "beliefs": beliefs,
+        "filters": filters or None,
         "belief_truth": [float(x) for x in info["belief_truth"]],
         "profile": info["profile"],
         "grade": grade,

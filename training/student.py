@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import regex
 
+from agent.belief import filter_belief
 from agent.prompting import (
     FORMAT_V4,
     belief_digits_next,
@@ -69,7 +70,8 @@ class TorchStudent:
     """A simulator policy backed by a ``LlamaForCausalLM`` checkpoint (stage 3 output).
 
     Prompts are :func:`agent.prompting.render_compact` of the episode so far with the
-    student's own beliefs; ``ms_per_decision`` accumulates timing."""
+    student's own beliefs (a v4 student: with the teacher's filter before each decision, run
+    here as ``agent.student_policy`` runs it); ``ms_per_decision`` accumulates timing."""
 
     def __init__(
         self,
@@ -95,6 +97,9 @@ class TorchStudent:
         self.reset(0)
 
     def reset(self, seed: int) -> None:
+        self._seed = int(seed)
+        self._filter = None
+        self._filters: dict[int, list[float]] = {}
         self._history: list[dict[str, Any]] = []
         self._beliefs: list[Any] = []
         self._ids: list[int] = []
@@ -154,14 +159,24 @@ class TorchStudent:
         return self.complete_ids(self.prompt_ids(prompt))
 
     def act(self, observation: dict[str, Any]):
-        if self.prompt_format == FORMAT_V4:
-            raise ValueError("a v4 student reads the Bayesian filter: play its GGUF (agent.student_policy.StudentPolicy)")
         t0 = time.perf_counter()
         if self._history and int(observation["t"]) != int(self._history[-1]["t"]) + 1:
-            self.reset(0)
+            self.reset(self._seed)
         self._history.append(dict(observation))
+        context = None
+        if self.prompt_format == FORMAT_V4:  # the teacher's filter, as agent.student_policy runs it
+            if self._filter is None:
+                from agent.planner import BayesAgent
+
+                self._filter = BayesAgent(plan=False)
+                self._filter.reset(self._seed)
+            self._filter.act(observation)
+            self._filters[int(observation["t"])] = filter_belief(
+                self._filter.belief_state, self._filter.meters_now(observation)
+            )
+            context = {"filters": self._filters}
         text = self.complete(
-            render_compact(self._history, None, self._beliefs, fmt=self.prompt_format)
+            render_compact(self._history, context, self._beliefs, fmt=self.prompt_format)
         )
         parsed = parse_output(text)
         self.decisions += 1

@@ -192,8 +192,9 @@ def test_smoke_models_are_never_shipped(tmp_path):
 @pytest.mark.ml
 @needs_ml
 def test_every_stage_on_the_smoke_budget(tmp_path):
-    """The default recipe (v3): weeks shaped like the product's -> v3 dataset -> SFT with a
-    prefix curriculum -> LoRA -> GGUF files that say they read v3 -> evaluation."""
+    """The default recipe (v4): weeks shaped like the product's, with the teacher's filter at
+    every step -> v4 dataset -> SFT with a prefix curriculum -> LoRA -> GGUF files that say
+    they read v4 -> evaluation (the students run the filter)."""
     from agent.runtime import LlamaCppModel
     from training import pipeline
 
@@ -208,27 +209,29 @@ def test_every_stage_on_the_smoke_budget(tmp_path):
     assert len(recs) == 6 and {r["format"] for r in recs} == {"rhythm-rollouts/2"}
     assert {r["shape"]["kind"] for r in recs} == {"clean", "product"}
     assert all(any(a is not None for a in r["answers"]) for r in recs)
+    assert all(len(r["filters"]) == len(r["answers"]) for r in recs)  # the filter at every step
 
-    # 2. the v3 dataset: answers inserted and hidden (hide numbers them), fixed slots unlabelled
+    # 2. the v4 dataset: answers inserted and hidden (hide numbers them), fixed slots unlabelled
     stats = json.loads((out / "dataset" / "stats.json").read_text())
-    assert stats["prompt_format"] == "rhythm v3" and stats["answers_per_episode_min"] >= 1
+    assert stats["prompt_format"] == "rhythm v4" and stats["answers_per_episode_min"] >= 1
+    assert "\nb ." in stats["example"]
     with np.load(out / "dataset" / "train.npz") as z:
         assert "hide" in z.files and ((z["mask"] > 0) == (z["hide"] > 0)).all()
 
-    # 3. SFT from scratch with the curriculum; the checkpoint reads v3
+    # 3. SFT from scratch with the curriculum; the checkpoint reads v4
     ck = json.loads((out / "sft" / "checkpoint" / "checkpoint.json").read_text())
-    assert ck["prompt_format"] == "rhythm v3" and ck["args"]["curriculum"] == [4, 28]
+    assert ck["prompt_format"] == "rhythm v4" and ck["args"]["curriculum"] == [4, 28]
     assert pipeline.final_checkpoint(out) == out / "sft" / "checkpoint"
 
-    # 4-5. the LoRA on one person's weeks (in v3), and GGUF files that say they read v3
+    # 4-5. the LoRA on one person's weeks (in v4), and GGUF files that say they read v4
     pstats = json.loads((out / "person" / "dataset" / "stats.json").read_text())
-    assert pstats["prompt_format"] == "rhythm v3"
+    assert pstats["prompt_format"] == "rhythm v4"
     assert (out / "person" / "lora" / "adapter" / "adapter_model.safetensors").exists()
     parity = json.loads((out / "export" / "parity.json").read_text())
     assert parity["files"]["f32"]["action_agreement"] == 1.0
-    assert LlamaCppModel(out / "export" / "student-q8_0.gguf").prompt_format == "rhythm v3"
+    assert LlamaCppModel(out / "export" / "student-q8_0.gguf").prompt_format == "rhythm v4"
 
-    # 6. the three-condition table with the v3 students
+    # 6. the three-condition table with the v4 students (PyTorch and GGUF: each runs the filter)
     assert all(set(r) == set(spec.CONDITIONS) for r in summary["results"].values())
     assert "| student q8_0 |" in (out / "eval" / "results.md").read_text()
 
