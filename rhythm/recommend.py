@@ -41,8 +41,9 @@ REAL_NOISE_SD = 0.08
 HISTORY_WEEKS = 2  # earlier weeks fed to the belief before this week's slots
 #: The simulator student (prompt format v1): `rhythm sim eval --policy student`.
 BUNDLED_MODEL = "student-q8_0.gguf"
-#: The student trained on product-shaped weeks (format v3: unknown meters and actions,
-#: calendar and answer lines): what `rhythm recommend` asks on real days.
+#: The student trained on product-shaped weeks (format v4: unknown meters and actions,
+#: calendar and answer lines, the person's filter before each slot): what `rhythm recommend`
+#: asks on real days.
 PRODUCT_MODEL = "student-real-q8_0.gguf"
 REFINED_MODEL = "student-refined.gguf"
 BAYES_MODEL = "bayes-v1"

@@ -89,7 +89,7 @@ def eval_cmd(
 
     With --feedback (or another --observe), also acceptance, the belief_mae after k answers
     and the structureless reference's. `--policy student` is the bundled simulator student
-    (format v1), `student-real` the bundled product-shaped one (v3), `student:PATH.gguf`
+    (format v1), `student-real` the bundled product-shaped one (v4), `student:PATH.gguf`
     another one (llama-cpp-python). With --calendar, in
     calendar weeks (simulator.calendar), also the steps a commitment overrode."""
     student = _student_path(policy)
@@ -258,7 +258,7 @@ def _worlds_table(policy: str, condition: str, results: dict[str, EvalResult]) -
 
 def _student_path(policy: str):
     """The GGUF of ``student`` (the bundled simulator student, format v1), ``student-real``
-    (the bundled product-shaped student, format v3) or ``student:PATH``; None for other names."""
+    (the bundled product-shaped student, format v4) or ``student:PATH``; None for other names."""
     if policy not in ("student", "student-real") and not policy.startswith("student:"):
         return None
     from pathlib import Path
