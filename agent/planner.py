@@ -46,6 +46,7 @@ from agent.belief import (
     N_THETA,
     NOISE_VAR,
     BeliefState,
+    filter_belief,
     linear_design,
 )
 from simulator import spec
@@ -515,6 +516,11 @@ class BayesAgent:
     def final_belief(self, observation: dict[str, Any]) -> np.ndarray:
         """The belief after the week's last observation (its last answer included)."""
         return self.act(observation)[1]
+
+    def filter_state(self, observation: dict[str, Any]) -> list[float]:
+        """What the v4 prompt's ``b`` line says after the agent has read ``observation``:
+        :func:`agent.belief.filter_belief` of its belief and of :meth:`meters_now`."""
+        return filter_belief(self.belief_state, self.meters_now(observation))
 
     def meters_now(self, observation: dict[str, Any]) -> np.ndarray:
         """The meters the agent plans from at ``observation`` (after it has read it): the

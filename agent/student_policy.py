@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from agent.belief import filter_belief
 from agent.llm_policy import LLMPolicy
 from agent.prompting import FORMAT_V4, MAX_FEEDBACK, STREAM_FORMATS
 from agent.runtime import LlamaCppModel, Model
@@ -52,7 +51,7 @@ class StudentPolicy:
         self.read_calendar = bool(read_calendar)
         self.feedback = False
         self.observe = "clean"
-        self._filter = None
+        self._filter: FilterTrack | None = None
         self.reset(0)
 
     @classmethod
@@ -69,14 +68,10 @@ class StudentPolicy:
         self.llm.reset(seed)
         self.llm.set_context(None)
         self._answers: list[dict[str, Any]] = []
-        self._filters: dict[int, list[float]] = {}
         self._seen = np.array(spec.INITIAL_METERS, dtype=np.float64)
         if self.reads_filter:
             if self._filter is None:
-                from agent.planner import BayesAgent
-
-                self._filter = BayesAgent(plan=False)
-                self._filter.configure(feedback=self.feedback, observe=self.observe)
+                self._filter = FilterTrack(self.feedback, self.observe)
             self._filter.reset(self._seed)
 
     @property
@@ -127,12 +122,34 @@ class StudentPolicy:
         if self.reads_unknowns and self.observe != "clean":
             context["observe"] = self.observe
         if self.reads_filter:
-            self._filter.act(observation)  # the teacher's filter on the same observation
-            self._filters[t] = filter_belief(self._filter.belief_state, self._filter.meters_now(observation))
-            context["filters"] = self._filters
+            context["filters"] = self._filter.read(observation)
         if context:
             self.llm.set_context(context)
         return self.llm.act(self.view(observation))
+
+
+class FilterTrack:
+    """The teacher's filter run beside a v4 student: a ``BayesAgent`` that does not plan,
+    configured for the mode as the teacher is, reading the same observations (answers
+    included); :meth:`read` gives the week's ``b`` line numbers by step, the prompt context's
+    ``filters`` (``agent.prompting.filter_line``). Used by :class:`StudentPolicy` and by the
+    PyTorch student (``training.student.TorchStudent``)."""
+
+    def __init__(self, feedback: bool = False, observe: str = "clean") -> None:
+        from agent.planner import BayesAgent
+
+        self.agent = BayesAgent(plan=False)
+        self.agent.configure(feedback=feedback, observe=observe)
+        self.steps: dict[int, list[float]] = {}
+
+    def reset(self, seed: int) -> None:
+        self.agent.reset(int(seed))
+        self.steps = {}
+
+    def read(self, observation: dict[str, Any]) -> dict[int, list[float]]:
+        self.agent.act(observation)
+        self.steps[int(observation["t"])] = self.agent.filter_state(observation)
+        return self.steps
 
 
 def calendar_events(calendar) -> list[dict[str, Any]]:

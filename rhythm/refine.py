@@ -101,6 +101,7 @@ def collect(db: Database, settings: Settings, fmt: str) -> RefineData:
         d = date.fromisoformat(i["local_day"])
         weeks[d - timedelta(days=d.weekday())].append((o, i))
     examples, skipped, changed = [], 0, 0
+    week_filters: dict[date, dict[int, list[float]]] = {}
     for f, t in zip(usable, targets, strict=True):
         day, slot = f["local_day"], SLOTS.index(f["slot"])
         monday = day - timedelta(days=day.weekday())
@@ -109,8 +110,12 @@ def collect(db: Database, settings: Settings, fmt: str) -> RefineData:
         frames = _frames(db, monday, day, tz)
         fixed, events = fixed_lines(frames), commitment_lines(frames[-1], day)
         filters = None
-        if fmt == FORMAT_V4:  # the filter's beliefs before each slot of that week
-            filters = person_filters([(o, i) for o, i in records if key(i) <= (day, slot)], before, monday)
+        if fmt == FORMAT_V4:  # the filter before each slot of that week: an answer counts once its
+            # slot has passed, so one pass over the week serves every decision in it
+            if monday not in week_filters:
+                upto = [(o, i) for o, i in records if date.fromisoformat(i["local_day"]) < monday + timedelta(days=7)]
+                week_filters[monday] = person_filters(upto, feedback, monday)
+            filters = week_filters[monday]
         try:
             prompt = model_prompt(week, fixed, before, fmt, events=events, filters=filters)
         except ValueError:  # nothing the model could read at that decision

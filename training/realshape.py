@@ -345,7 +345,7 @@ def teacher_week(seed: int, condition: str, shape: Shape, teacher: str = "bayes"
     views, answers, actions, items, filters = [obs], [], [], [], []
     for t in range(spec.EPISODE_STEPS):
         a, b = policy.act(obs)
-        filters.append(filter_belief(policy.belief_state, policy.meters_now(obs)))
+        filters.append(policy.filter_state(obs))
         fixed = cal is not None and cal[t] < spec.N_ACTIONS
         belief = None if b is None else [round(float(x), 4) for x in np.asarray(b).reshape(-1)]
         answers.append(None if fixed else {"action": int(a), "belief": belief})

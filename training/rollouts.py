@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from agent.belief import filter_belief
 from training.common import (
     Progress,
     finish_output,
@@ -94,8 +93,8 @@ def play_episode(
     terminated = False
     while not terminated:
         a, b = policy.act(obs)
-        if hasattr(policy, "belief_state") and hasattr(policy, "meters_now"):  # the filter, for v4 prompts
-            filters.append(filter_belief(policy.belief_state, policy.meters_now(obs)))
+        if hasattr(policy, "filter_state"):  # the filter, for v4 prompts
+            filters.append(policy.filter_state(obs))
         actions.append(int(a))
         beliefs.append(
             None if b is None else [round(float(x), 4) for x in np.asarray(b).reshape(-1)]

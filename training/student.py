@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import regex
 
-from agent.belief import filter_belief
 from agent.prompting import (
     FORMAT_V4,
     belief_digits_next,
@@ -25,6 +24,7 @@ from agent.prompting import (
     parse_output,
     render_compact,
 )
+from agent.student_policy import FilterTrack
 from simulator import spec
 from simulator.policies import heuristic_action
 from training.checkpoints import checkpoint_prompt_format
@@ -94,12 +94,15 @@ class TorchStudent:
         self.decisions = 0
         self.seconds = 0.0
         self.invalid_outputs = 0
+        self._filter: FilterTrack | None = None
         self.reset(0)
 
     def reset(self, seed: int) -> None:
         self._seed = int(seed)
-        self._filter = None
-        self._filters: dict[int, list[float]] = {}
+        if self.prompt_format == FORMAT_V4:  # the teacher's filter, as agent.student_policy runs it
+            if self._filter is None:
+                self._filter = FilterTrack()
+            self._filter.reset(self._seed)
         self._history: list[dict[str, Any]] = []
         self._beliefs: list[Any] = []
         self._ids: list[int] = []
@@ -163,18 +166,7 @@ class TorchStudent:
         if self._history and int(observation["t"]) != int(self._history[-1]["t"]) + 1:
             self.reset(self._seed)
         self._history.append(dict(observation))
-        context = None
-        if self.prompt_format == FORMAT_V4:  # the teacher's filter, as agent.student_policy runs it
-            if self._filter is None:
-                from agent.planner import BayesAgent
-
-                self._filter = BayesAgent(plan=False)
-                self._filter.reset(self._seed)
-            self._filter.act(observation)
-            self._filters[int(observation["t"])] = filter_belief(
-                self._filter.belief_state, self._filter.meters_now(observation)
-            )
-            context = {"filters": self._filters}
+        context = None if self._filter is None else {"filters": self._filter.read(observation)}
         text = self.complete(
             render_compact(self._history, context, self._beliefs, fmt=self.prompt_format)
         )
