@@ -27,7 +27,9 @@ from __future__ import annotations
 import hmac
 import json
 import signal
+import socket
 import threading
+import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +44,10 @@ HOST = "127.0.0.1"
 SECRET_HEADER = "X-Rhythm-Secret"
 MIN_SECRET = 16
 READ_TIMEOUT_S = 60
+#: After refusing a body unread, how long the server keeps reading (and dropping) what the
+#: client still sends before it closes, so the client gets the answer instead of a reset
+#: connection mid-upload (a "lingering close"); nothing read then is kept.
+LINGER_S = 2.0
 Log = Callable[[str], None]
 
 
@@ -154,7 +160,27 @@ def make_server(settings: Settings, source: str, port: int, *, max_bytes: int, l
 
         def _refuse(self, status: int, error: str, *headers: tuple[str, str]) -> None:
             self.close_connection = True  # the body (if any) stays unread
+            self._linger = True
             self._send(Answer(status, {"ok": False, "error": error}, headers))
+
+        def finish(self) -> None:
+            super().finish()
+            if getattr(self, "_linger", False):
+                self._drop_the_rest()
+
+        def _drop_the_rest(self) -> None:
+            """The lingering close (:data:`LINGER_S`): the answer is sent; stop writing and drop
+            what the client is still sending until it stops, so closing with unread data does
+            not reset the connection before the client has read the answer."""
+            try:
+                self.connection.shutdown(socket.SHUT_WR)
+                deadline = time.monotonic() + LINGER_S
+                while (left := deadline - time.monotonic()) > 0:
+                    self.connection.settimeout(left)
+                    if not self.connection.recv(1 << 16):
+                        break
+            except OSError:  # the client went away or the deadline passed: close as before
+                pass
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             if self.path.split("?")[0] in paths:
