@@ -62,7 +62,7 @@ def _usable(fb: dict[str, Any]) -> bool:
     return fb["action"] in ACTIONS and fb["slot"] in SLOTS and isinstance(m, list) and len(m) == len(METERS)
 
 
-def _frames(db: Database, week_start: date, day: date, tz) -> list[Any]:
+def week_frames(db: Database, week_start: date, day: date, tz) -> list[Any]:
     """The calendar frames of ``week_start`` .. ``day`` (classes and slots only)."""
     from agent.day.calendar import frame_day, sleep_habits
 
@@ -107,7 +107,7 @@ def collect(db: Database, settings: Settings, fmt: str) -> RefineData:
         monday = day - timedelta(days=day.weekday())
         week = [(o, i) for o, i in weeks.get(monday, []) if key(i) <= (day, slot)]
         before = [g for g in feedback if (g["local_day"], SLOTS.index(g["slot"])) < (day, slot) and g["slot"] in SLOTS]
-        frames = _frames(db, monday, day, tz)
+        frames = week_frames(db, monday, day, tz)
         fixed, events = fixed_lines(frames), commitment_lines(frames[-1], day)
         filters = None
         if fmt == FORMAT_V4:  # the filter before each slot of that week: an answer counts once its

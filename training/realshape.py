@@ -269,10 +269,11 @@ def _calendar_context(cal: np.ndarray | None, rng: np.random.Generator | None = 
     return out
 
 
-def jsonable(obs: dict[str, Any]) -> dict[str, Any]:
-    """A view observation as a record keeps it (the keys the prompt reads; NaN as null)."""
+def jsonable(obs: dict[str, Any], digits: int | None = 6) -> dict[str, Any]:
+    """A view observation as a record keeps it (the keys the prompt reads; NaN as null;
+    ``digits=None``: exact, so the record renders as the original does)."""
     def num(x: float) -> float | None:
-        return round(float(x), 6) if np.isfinite(x) else None
+        return (float(x) if digits is None else round(float(x), digits)) if np.isfinite(x) else None
 
     return {
         "t": int(obs["t"]),

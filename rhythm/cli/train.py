@@ -97,6 +97,32 @@ def rollouts_cmd(
     _run("rollouts", sets, json_out, out=out, episodes=episodes, teacher=teacher)
 
 
+@app.command("streams")
+def streams_cmd(
+    out: str = typer.Option(..., "--out", help="Output folder (rollouts.jsonl, summary.json)."),
+    people: int = typer.Option(200, "--people", min=1, help="Generated people (about 3-4 weeks each)."),
+    seed_start: int = typer.Option(1_000_000, "--seed-start", min=0, help="First person's seed."),
+    workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
+    json_out: bool = _JSON,
+) -> None:
+    """Stage 1b: real-shaped weeks through the product's own path (generated people's wearable
+    and calendar records, stored, mapped and read back as `rhythm recommend` reads them),
+    labelled by the Bayesian teacher. Feed the JSONL to `dataset --rollouts` beside the
+    simulated weeks (docs/training.md)."""
+    from pathlib import Path
+
+    from rhythm.streams import write_streams
+
+    with _progress() as update:
+        summary = write_streams(Path(out), people, seed_start, workers,
+                                progress=lambda n, total: update("streams", n, total))
+    if json_out:
+        print_json(summary)
+    else:
+        console.print(f"streams: {summary['weeks']} weeks, {summary['decisions']} decisions from "
+                      f"{summary['people']} people in {summary['seconds']:.0f} s -> {out}/rollouts.jsonl")
+
+
 @app.command("dataset")
 def dataset_cmd(
     rollouts: list[str] = typer.Option(None, "--rollouts", help="Rollout JSONL file(s)."),

@@ -1,0 +1,99 @@
+"""Stream weeks (rhythm/streams.py): training weeks made through the product's own path must
+show the student exactly the prompt ``rhythm recommend`` would show it."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, timedelta
+
+import pytest
+from typer.testing import CliRunner
+
+from agent.prompting import FORMAT_V4
+from common.records import SLOTS, Event, SleepSession
+from rhythm.cli.main import app
+from rhythm.derive import observation_records
+from rhythm.recommend import HISTORY_WEEKS, fixed_lines, model_prompt, person_filters
+from rhythm.refine import week_frames
+from rhythm.settings import user_zone
+from rhythm.streams import person_settings, stream_weeks, synthetic_person
+from storage import open_db
+from training.dataset import v3_text
+from training.weeks import week_prompt
+
+
+def test_people_are_reproducible_and_differ():
+    a, b = synthetic_person(11), synthetic_person(11)
+    assert [repr(r) for r in a.records] == [repr(r) for r in b.records]
+    people = [synthetic_person(s) for s in range(40)]
+    assert len({p.zone for p in people}) >= 4
+    assert len({type(r).__name__ for p in people for r in p.records}) == 4  # sleep, samples, workouts, events
+    sources = {r.source for p in people for r in p.records if isinstance(r, SleepSession)}
+    assert len(sources) == 3
+    assert len({len(p.records) for p in people}) > 30
+    # some people have no calendar at all, some days have no watch
+    assert any(not any(isinstance(r, Event) for r in p.records) for p in people)
+    for p in people:
+        nights = {r.local_day for r in p.records if isinstance(r, SleepSession)}
+        assert all(d <= p.last for d in nights)
+
+
+@pytest.fixture(scope="module")
+def person_db(tmp_path_factory):
+    person = synthetic_person(5, days=23)
+    s = person_settings(person, tmp_path_factory.mktemp("streams"))
+    first = min(r.local_day for r in person.records)
+    with open_db(s.database) as db:
+        weeks = list(stream_weeks(db, s, first, person.last, seed=5))
+        yield person, s, db, weeks
+
+
+@pytest.mark.slow
+def test_training_prompt_is_the_products_prompt(person_db):
+    person, s, db, weeks = person_db
+    tz = user_zone(s)
+    assert len(weeks) >= 3
+    checked = 0
+    for w in weeks:
+        monday = date.fromisoformat(w["shape"]["monday"])
+        records = observation_records(db, monday - timedelta(weeks=HISTORY_WEEKS), person.last, tz=tz)
+        week = [(o, i) for o, i in records if monday <= date.fromisoformat(i["local_day"]) < monday + timedelta(days=7)]
+        assert len(week) == len(w["views"]) == len(w["answers"]) == len(w["filters"])
+        text, answers = v3_text(w, FORMAT_V4)  # the dataset's encoding accepts the week
+        assert len(answers) == len(w["answers"])
+        for k, ans in enumerate(w["answers"]):
+            day, slot = date.fromisoformat(week[k][1]["local_day"]), SLOTS.index(week[k][1]["slot_name"])
+            # each day as the planner framed it that day (the product frames earlier days with
+            # today's sleep habits, which can move a commitment's edge slot)
+            fixed = fixed_lines([week_frames(db, monday, monday + timedelta(days=j), tz)[-1]
+                                 for j in range((day - monday).days + 1)])
+            if slot == 3 or any(f["day"] == day.weekday() and f["slot"] == SLOTS[slot] for f in fixed):
+                assert ans is None  # bedtime and commitments are never asked
+                continue
+            assert ans is not None and 0 <= ans["action"] < 10 and len(ans["belief"]) == 3
+            if k % 3:
+                continue  # every third decision is enough
+            upto = [(o, i) for o, i in records if (date.fromisoformat(i["local_day"]), SLOTS.index(i["slot_name"]))
+                    <= (day, slot)]
+            product = model_prompt(week[: k + 1], fixed, [], FORMAT_V4,
+                                   filters=person_filters(upto, [], monday))
+            assert week_prompt(w, k, FORMAT_V4)[0] == product
+            checked += 1
+    assert checked >= 10
+
+
+@pytest.mark.slow
+def test_streams_command_is_deterministic(tmp_path):
+    runner = CliRunner()
+    outs = []
+    for name in ("a", "b"):
+        r = runner.invoke(app, ["train", "streams", "--out", str(tmp_path / name), "--people", "2",
+                                "--seed-start", "7", "--json"])
+        assert r.exit_code == 0, r.output
+        outs.append((tmp_path / name / "rollouts.jsonl").read_text())
+        summary = json.loads((tmp_path / name / "summary.json").read_text())
+        assert summary["people"] == 2 and summary["weeks"] == len(outs[-1].splitlines()) > 0
+        assert summary["decisions"] == sum(c for c in summary["teacher_actions"].values())
+    assert outs[0] == outs[1]
+    rec = json.loads(outs[0].splitlines()[0])
+    assert rec["format"] == "rhythm-rollouts/2" and rec["context"]["observe"] == "noisy"
