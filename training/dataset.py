@@ -119,20 +119,27 @@ def encode_inserted(
         raise ValueError(f"{len(points)} step lines but {len(answers)} answers")
     offsets = list(enc.offsets)
     ids, mask, hide = [tok.token_to_id(EOS)], [0], [0]
+
+    def insert(k: int) -> None:
+        if answers[k] is not None:
+            a_ids = tok.encode(answers[k]).ids
+            ids.extend(a_ids)
+            mask.extend([1] * len(a_ids))
+            hide.extend([k + 1] * len(a_ids))
+
     k = 0
     for i, tid in enumerate(enc.ids):
         while k < len(points) and offsets[i][0] >= points[k]:
             if i == 0 or offsets[i - 1][1] != points[k]:
                 raise ValueError(f"no token boundary after step line {k}'s colon")
-            if answers[k] is not None:
-                a_ids = tok.encode(answers[k]).ids
-                ids += a_ids
-                mask += [1] * len(a_ids)
-                hide += [k + 1] * len(a_ids)
+            insert(k)
             k += 1
         ids.append(tid)
         mask.append(0)
         hide.append(0)
+    if k == len(points) - 1 and points[k] == len(text):  # a week that ends at a decision
+        insert(k)
+        k += 1
     if k != len(points):
         raise ValueError("the text ends inside a step line")
     return (

@@ -97,3 +97,26 @@ def test_streams_command_is_deterministic(tmp_path):
     assert outs[0] == outs[1]
     rec = json.loads(outs[0].splitlines()[0])
     assert rec["format"] == "rhythm-rollouts/2" and rec["context"]["observe"] == "noisy"
+
+
+@pytest.mark.slow
+def test_stream_weeks_encode_with_every_target(person_db):
+    """Every asked slot is a target in the encoded week, the last one too when the week
+    ends at a decision (the person's data stops mid-week)."""
+    from training.dataset import encode_inserted, train_tokenizer
+
+    weeks = person_db[3]
+    # a week cut after an asked slot: the data stop there, the text ends at that decision
+    w = weeks[0]
+    k = max(i for i, a in enumerate(w["answers"][:20]) if a is not None)
+    cut = {**w, "views": w["views"][: k + 1], "answers": w["answers"][: k + 1], "filters": w["filters"][: k + 1]}
+    texts = [v3_text(x, FORMAT_V4) for x in [*weeks, cut]]
+    tok = train_tokenizer([t + "\n".join(a for a in ans if a) for t, ans in texts], 400)
+    for text, answers in texts:
+        ids, mask, hide = encode_inserted(tok, text, answers)
+        targets = [k for k, a in enumerate(answers) if a is not None]
+        starts = [i for i in range(1, len(mask)) if mask[i] and not mask[i - 1]]
+        assert len(starts) == len(targets)
+        assert text.endswith(":")  # every stream week ends at a decision (a bedtime, or the cut)
+    assert texts[-1][1][-1] is not None
+    assert tok.decode([int(i) for i in ids[starts[-1]:]]).replace(" ", "") == texts[-1][1][-1].replace(" ", "")
