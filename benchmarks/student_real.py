@@ -29,7 +29,11 @@ action histograms (the goal: agreement >= 0.8 and no action chosen more often th
 teacher chooses it). ``--teacher-seeds K`` (default 4) runs the teacher with K seeds per
 decision: how often it agrees with itself under other posterior draws, and each model's
 agreement with the seeds' majority (the training weeks' labels come from every week's own
-seed, so the majority is what a student can learn; seed 0 is one draw of it). ``--sim-weeks N`` adds simulated product-shaped weeks
+seed, so the majority is what a student can learn; seed 0 is one draw of it).
+``--unseen N`` adds N people of the generator behind the stream training weeks
+(``rhythm.streams``, ``rhythm train streams``) on seeds no training run uses, reported apart:
+the streams above are held out from training by kind (the student's stream weeks come from
+another generator), these only by seed. ``--sim-weeks N`` adds simulated product-shaped weeks
 (``training.realshape.product_week`` on evaluation seeds): agreement with the teacher's
 label at every free step, v3 and v4 models only.
 """
@@ -206,6 +210,22 @@ def generated_streams(root: Path, n: int, seed: int = 7) -> Iterator[Stream]:
         yield Stream(name, s, last)
 
 
+#: Seeds of the unseen people of ``rhythm.streams`` (training uses 1,000,000 on).
+UNSEEN_SEED = 90_000_000
+UNSEEN = "unseen people (training generator)"
+
+
+def unseen_streams(root: Path, n: int) -> Iterator[Stream]:
+    """``n`` people of the stream weeks' generator (``rhythm.streams.synthetic_person``) on
+    seeds no training run uses: how the student does on new people like those it was
+    trained on, beside the streams above, which it never saw the like of."""
+    from rhythm.streams import person_settings, synthetic_person
+
+    for k in range(n):
+        person = synthetic_person(UNSEEN_SEED + k)
+        yield Stream(f"unseen-{k}", person_settings(person, root), person.last)
+
+
 # --- decisions ---------------------------------------------------------------------------------
 
 
@@ -353,7 +373,7 @@ def markdown(report: dict[str, Any], names: list[str]) -> str:
         pvt = s.get("planner_agrees_with_teacher")
         lines.append(f"| {stream} | {s['decisions']} | " + " | ".join(cells)
                      + f" | {'-' if pvt is None else f'{pvt:.2f}'} |")
-    for group in ("real-shaped (all)", "sim-product"):
+    for group in ("real-shaped (all)", UNSEEN, "sim-product"):
         if group not in report:
             continue
         s = report[group]
@@ -385,6 +405,8 @@ def main() -> None:
                     help="models as name=path.gguf")
     ap.add_argument("--days", type=int, default=14, help="days per stream (the last ones)")
     ap.add_argument("--generated", type=int, default=4, help="seeded generated people")
+    ap.add_argument("--unseen", type=int, default=0,
+                    help="people of the stream weeks' generator on unseen seeds (reported apart)")
     ap.add_argument("--sim-weeks", type=int, default=0, help="simulated product-shaped weeks (v3 models)")
     ap.add_argument("--streams", nargs="*", default=None, help="only these streams (names)")
     ap.add_argument("--teacher-seeds", type=int, default=4,
@@ -408,7 +430,16 @@ def main() -> None:
                 rows += got
                 report["streams"][stream.name] = summarize(got, names)
                 _progress(f"{stream.name}: {len(got)} decisions ({_time.time() - t0:.0f} s)")
+        unseen: list[dict[str, Any]] = []
+        for stream in unseen_streams(root, args.unseen):
+            got = stream_decisions(stream, args.days, models, args.teacher_seeds)
+            unseen += got
+            report["streams"][stream.name] = summarize(got, names)
+            _progress(f"{stream.name}: {len(got)} decisions ({_time.time() - t0:.0f} s)")
     report["real-shaped (all)"] = summarize(rows, names)
+    if unseen:
+        report[UNSEEN] = summarize(unseen, names)
+        report["unseen_rows"] = unseen
     if args.sim_weeks:
         sim = sim_decisions(args.sim_weeks, models)
         report["sim-product"] = summarize(sim, names)
