@@ -83,14 +83,6 @@ def _progress(msg: str) -> None:
 # --- streams -----------------------------------------------------------------------------------
 
 
-def _home(root: Path, name: str, tz: str):
-    from rhythm.settings import init_home, load_settings
-
-    s = load_settings(home=root / name, env={}, timezone=tz, agent_backend="bayes")
-    init_home(s)
-    return s
-
-
 def _write(settings, records) -> None:
     from storage import open_db
     from storage.writer import write_records
@@ -103,12 +95,13 @@ def sample_streams(root: Path) -> Iterator[Stream]:
     from rhythm import jobs
     from rhythm.data.make_sample import SAMPLE_TIMEZONE, SAMPLE_TODAY
     from rhythm.demo import SAMPLE_DIR
+    from rhythm.streams import throwaway_home
 
     for name, source, file in (
         ("sample-healthkit", "healthkit", "apple_health_export.zip"),
         ("sample-whoop", "whoop", "whoop_export.zip"),
     ):
-        s = _home(root, name, SAMPLE_TIMEZONE)
+        s = throwaway_home(root, name, SAMPLE_TIMEZONE)
         jobs.import_file(s, source, SAMPLE_DIR / file)
         jobs.import_file(s, "ics", SAMPLE_DIR / "calendar.ics")
         jobs.map_data(s, now=datetime.combine(SAMPLE_TODAY, time(23), ZoneInfo(SAMPLE_TIMEZONE)))
@@ -117,10 +110,11 @@ def sample_streams(root: Path) -> Iterator[Stream]:
 
 def test_streams(root: Path) -> Iterator[Stream]:
     from rhythm import jobs
+    from rhythm.streams import throwaway_home
     from tests.mapping import people
     from tests.rhythm import busy_week
 
-    s = _home(root, "busy-week", "Europe/Berlin")
+    s = throwaway_home(root, "busy-week", "Europe/Berlin")
     _write(s, busy_week.wearable_records())
     jobs.import_file(s, "ics", busy_week.write_ics(root / "busy-week"))
     jobs.map_data(s, now=datetime.combine(busy_week.WEDNESDAY, time(23), busy_week.TZ))
@@ -133,7 +127,7 @@ def test_streams(root: Path) -> Iterator[Stream]:
         ("people-watch", people.watch_records(42), people.calendar_records(42)),
         ("people-gaps", people.watch_records(42, skip), people.calendar_records(42, pause)),
     ):
-        s = _home(root, name, "Europe/Amsterdam")
+        s = throwaway_home(root, name, "Europe/Amsterdam")
         _write(s, [*watch, *cal])
         jobs.map_data(s, now=datetime.combine(last, time(23), people.ZONE))
         yield Stream(name, s, last)
@@ -201,13 +195,10 @@ def generated_people(rng: np.random.Generator, n: int, days: int = 35) -> Iterat
 
 
 def generated_streams(root: Path, n: int, seed: int = 7) -> Iterator[Stream]:
-    from rhythm import jobs
+    from rhythm.streams import Person, person_settings
 
     for name, last, recs, zone in generated_people(np.random.default_rng(seed), n):
-        s = _home(root, name, zone)
-        _write(s, recs)
-        jobs.map_data(s, now=datetime.combine(last, time(23), ZoneInfo(zone)))
-        yield Stream(name, s, last)
+        yield Stream(name, person_settings(Person(name, zone, last, recs), root), last)
 
 
 #: Seeds of the unseen people of ``rhythm.streams`` (training uses 1,000,000 on).

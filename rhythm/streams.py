@@ -131,7 +131,8 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
         d = first + timedelta(days=i)
         base = datetime.combine(d, clock(0), tz)
         weekend = d.weekday() >= 5
-        off = (rng.random() < 1.0 / off_run) != off if off else rng.random() < p_off
+        # a run without the watch ends with probability 1 / off_run a day (mean length off_run)
+        off = rng.random() >= 1.0 / off_run if off else rng.random() < p_off
         strain = d in hard
         if not off:
             b = bed + (weekend_shift if weekend else 0.0) + rng.normal(0, 0.45) + (0.7 if strain else 0.0)
@@ -203,7 +204,8 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
     return Person(name, zone, last, recs)
 
 
-def _home(root: Path, name: str, zone: str):
+def throwaway_home(root: Path, name: str, zone: str):
+    """Settings of a fresh home ``root/name`` in ``zone`` (the Bayesian backend)."""
     from rhythm.settings import init_home, load_settings
 
     s = load_settings(home=root / name, env={}, timezone=zone, agent_backend="bayes")
@@ -217,7 +219,7 @@ def person_settings(person: Person, root: Path):
     from storage import open_db
     from storage.writer import write_records
 
-    s = _home(root, person.name, person.zone)
+    s = throwaway_home(root, person.name, person.zone)
     with open_db(s.database) as db:
         write_records(db, list(person.records))
     jobs.map_data(s, now=datetime.combine(person.last, clock(23), ZoneInfo(person.zone)))
