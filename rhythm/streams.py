@@ -75,7 +75,9 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
     Watch-like: steps, SDNN and mindful minutes), how they sleep (bedtime, length, weekend
     lie-in), how they recover (HRV level, a hard stretch now and then), how they move,
     exercise, meditate and tick off tasks, how full their calendar is and with what, and
-    how often the watch stays on the charger."""
+    how often the watch stays on the charger. Some people keep a routine: little day-to-day
+    jitter and the same calendar every week (standups, a weekly dinner), the way a real
+    recurring calendar looks."""
     rng = np.random.default_rng([int(seed), PERSON_STREAM])
     zone = str(rng.choice(ZONES))
     tz = ZoneInfo(zone)
@@ -95,8 +97,8 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
     workout_hour = float(rng.choice([6.5, 7.0, 12.0, 17.5, 18.5, 20.0]))
     p_mindful = rng.uniform(0.0, 0.5) if device == "apple" else 0.0
     stress0 = rng.uniform(20, 45)
-    p_off = rng.choice([0.0, 0.05, 0.15, 0.3])  # days the watch stays off
-    off_run = rng.uniform(1.0, 4.0)
+    p_off = rng.choice([0.0, 0.05, 0.15, 0.3, 0.4])  # days the watch stays off
+    off_run = rng.uniform(1.0, 6.0)
     p_tasks = rng.uniform(0.0, 1.0) if rng.random() < 0.3 else 0.0
     workday = rng.random() < 0.85  # has a weekday job with meetings
     meetings = rng.uniform(0.3, 4.0) if workday else rng.uniform(0.0, 0.8)
@@ -107,13 +109,32 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
     kinds = list(TITLES)
     has_calendar = rng.random() < 0.9
     cal_pause = None
-    if has_calendar and rng.random() < 0.2:  # a holiday: no meetings for a week or so
+    if has_calendar and rng.random() < 0.35:  # a holiday: no meetings for days to two weeks
         s0 = int(rng.integers(0, max(1, days - 5)))
-        cal_pause = (first + timedelta(days=s0), first + timedelta(days=s0 + int(rng.integers(3, 10))))
+        cal_pause = (first + timedelta(days=s0), first + timedelta(days=s0 + int(rng.integers(3, 15))))
     hard = set()
     if rng.random() < 0.5:  # a hard stretch: short nights, low HRV
         s0 = int(rng.integers(0, max(1, days - 3)))
         hard = {first + timedelta(days=s0 + j) for j in range(int(rng.integers(2, 7)))}
+    # a routine: the noise of nights, steps and stress scaled down, and (with a calendar)
+    # the same events every week: a template drawn once, each event kept on 90% of weeks
+    routine = rng.random() < 0.35
+    jitter = rng.uniform(0.15, 0.5) if routine else 1.0
+    template: dict[int, list[tuple[float, float, str, int | None]]] = {}
+    if routine and has_calendar:
+        for wd in range(7):
+            slots: list[tuple[float, float, str, int | None]] = []
+            if wd < 5 and workday:
+                for _ in range(int(rng.poisson(meetings))):
+                    slots.append((float(rng.choice([8.5, 9.0, 10.0, 11.0, 13.0, 14.0, 15.0, 16.0])),
+                                  float(rng.choice([0.5, 1.0, 1.0, 2.0])), "work", int(rng.integers(2, 9))))
+                if rng.random() < focus:
+                    slots.append((float(rng.choice([9.0, 10.0, 14.0])), float(rng.choice([2.0, 3.0])), "focus", None))
+            if rng.random() < (weekend_rate if wd >= 5 else evening_rate):
+                h0 = float(rng.choice([10.0, 12.0, 15.0, 18.0, 19.0]) if wd >= 5 else rng.choice([18.0, 19.0, 20.0]))
+                slots.append((h0, float(rng.choice([1.0, 2.0, 3.0])), str(rng.choice(kinds, p=tastes)),
+                              int(rng.integers(2, 7))))
+            template[wd] = slots
     recs: list[Any] = []
     off = False
     name = f"p{seed}"
@@ -135,8 +156,8 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
         off = rng.random() >= 1.0 / off_run if off else rng.random() < p_off
         strain = d in hard
         if not off:
-            b = bed + (weekend_shift if weekend else 0.0) + rng.normal(0, 0.45) + (0.7 if strain else 0.0)
-            asleep = max(3.5, sleep_h + rng.normal(0, sleep_sd) - (1.2 if strain else 0.0)) * 60
+            b = bed + (weekend_shift if weekend else 0.0) + rng.normal(0, 0.45 * jitter) + (0.7 if strain else 0.0)
+            asleep = max(3.5, sleep_h + rng.normal(0, sleep_sd * jitter) - (1.2 if strain else 0.0)) * 60
             in_bed = asleep + float(rng.uniform(10, 45))
             start = base + timedelta(hours=b - 24)
             end = start + timedelta(minutes=in_bed)
@@ -148,7 +169,7 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
                                      light_min=asleep - deep - rem, efficiency_pct=100 * asleep / in_bed,
                                      tz_offset_min=tzo))
             wake = end + timedelta(minutes=15)
-            hrv = max(12.0, hrv0 * (0.75 if strain else 1.0) + rng.normal(0, hrv0 * 0.15))
+            hrv = max(12.0, hrv0 * (0.75 if strain else 1.0) + rng.normal(0, hrv0 * 0.15 * jitter))
             metric = "hrv_sdnn" if device == "apple" else "hrv_rmssd"
             recs.append(Sample(src, metric, wake, wake, hrv, "ms", d, tz_offset_min=tzo))
             recs.append(Sample(src, "resting_heart_rate", wake, wake, rhr0 + rng.normal(0, 2.5) + (4 if strain else 0),
@@ -160,7 +181,7 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
                 for h in range(active_from, active_to):
                     if rng.random() < 0.9:
                         t0 = base + timedelta(hours=h)
-                        v = float(max(0.0, rng.normal(steps_mean, steps_mean * 0.7)))
+                        v = float(max(0.0, rng.normal(steps_mean, steps_mean * 0.7 * jitter)))
                         recs.append(Sample(src, "steps", t0, t0 + timedelta(hours=1), v, "count", d, "watch",
                                            tz_offset_min=tzo))
             if device == "garmin":
@@ -189,6 +210,12 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
         if not has_calendar or (cal_pause and cal_pause[0] <= d <= cal_pause[1]):
             continue
         k = 0
+        if template:
+            for h0, dur, kind, people in template[d.weekday()]:
+                if rng.random() < 0.9:
+                    event(d, k, h0, dur, kind, people)
+                    k += 1
+            continue
         if not weekend and workday:
             for _ in range(int(rng.poisson(meetings))):
                 h0 = float(rng.choice([8.5, 9.0, 10.0, 11.0, 13.0, 14.0, 15.0, 16.0]))

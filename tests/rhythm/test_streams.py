@@ -36,6 +36,47 @@ def test_people_are_reproducible_and_differ():
     for p in people:
         nights = {r.local_day for r in p.records if isinstance(r, SleepSession)}
         assert all(d <= p.last for d in nights)
+    assert sum(map(_weekly_calendar, people)) >= 3
+    assert sum(_longest(_calendar_gaps(p)) >= 7 for p in people) >= 3
+    assert sum(_longest(_nights_missing(p)) >= 4 for p in people) >= 3
+    # an irregular calendar (meetings drawn day by day) is not taken for a weekly one
+    assert not all(map(_weekly_calendar, (p for p in people if any(isinstance(r, Event) for r in p.records))))
+
+
+def _weekly_calendar(p) -> bool:
+    """A routine: the same weekday holds mostly the same event hours the next week."""
+    hours: dict[date, set[float]] = {}
+    for r in p.records:
+        if isinstance(r, Event):
+            hours.setdefault(r.local_day, set()).add(r.start_ts.hour + r.start_ts.minute / 60)
+    pairs = [(hours[d], hours[d + timedelta(days=7)]) for d in hours if d + timedelta(days=7) in hours]
+    if len(pairs) < 5:
+        return False
+    same = sum(len(a & b) for a, b in pairs) / sum(max(len(a), len(b)) for a, b in pairs)
+    return same >= 0.75
+
+
+def _days(p) -> list[date]:
+    first = min(r.local_day for r in p.records)
+    return [first + timedelta(days=i) for i in range((p.last - first).days + 1)]
+
+
+def _calendar_gaps(p) -> list[bool]:
+    busy = {r.local_day for r in p.records if isinstance(r, Event)}
+    return [d not in busy for d in _days(p)] if busy else []
+
+
+def _nights_missing(p) -> list[bool]:
+    nights = {r.local_day for r in p.records if isinstance(r, SleepSession)}
+    return [d not in nights for d in _days(p)]
+
+
+def _longest(flags: list[bool]) -> int:
+    best = run = 0
+    for f in flags:
+        run = run + 1 if f else 0
+        best = max(best, run)
+    return best
 
 
 @pytest.fixture(scope="module")
