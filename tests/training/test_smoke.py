@@ -671,7 +671,7 @@ def test_masked_loss_predicts_the_labels_not_the_blinded_input():
 
 
 def test_curriculum_cuts_keep_the_first_k_steps_and_only_their_answers(records):
-    from training.batches import batch_tensors
+    from training.batches import batch_tensors, bucketed
     from training.dataset import encode_episode, episode_text, train_tokenizer
     from training.sft import prefix_lengths
 
@@ -697,7 +697,7 @@ def test_curriculum_cuts_keep_the_first_k_steps_and_only_their_answers(records):
         assert len(lines) == k and lines[-1].endswith(text.splitlines()[-1])
         assert lines[-1].split(":", 1)[1].startswith(spec.ACTIONS[recs[0]["actions"][k - 1]])
     ids, mask, _ = batch_tensors(split, np.array([0, 1]), cuts[:, 5])
-    assert ids.shape[1] == cuts[:, 5].max()
+    assert ids.shape[1] == bucketed(int(cuts[:, 5].max()), n) >= cuts[:, 5].max()
     for r in range(2):
         answers = tok.decode(ids[r][mask[r] > 0].tolist())
         want = "".join(
@@ -705,3 +705,29 @@ def test_curriculum_cuts_keep_the_first_k_steps_and_only_their_answers(records):
             for a, b in zip(recs[r]["actions"][:5], recs[r]["beliefs"][:5], strict=True)
         )
         assert answers == want
+
+
+def test_batches_are_cut_to_a_few_shapes_and_keep_every_target():
+    """A batch is cut to its longest week rounded up to LENGTH_BUCKET (few shapes for the CPU
+    kernels' caches), never past the array, and the padding carries no target."""
+    from training.batches import LENGTH_BUCKET, batch_tensors
+
+    rng = np.random.default_rng(3)
+    width = 7 * LENGTH_BUCKET + 5
+    lengths = rng.integers(20, width + 1, size=40).astype(np.int32)
+    lengths[0] = width
+    split = {"ids": np.zeros((40, width), np.int32), "mask": np.zeros((40, width), np.uint8), "lengths": lengths}
+    for r, n in enumerate(lengths):
+        split["ids"][r, :n] = rng.integers(1, 100, size=n)
+        split["mask"][r, :n] = rng.random(n) < 0.3
+    shapes = set()
+    for _ in range(200):
+        idx = np.sort(rng.choice(40, size=4, replace=False))
+        ids, mask, _ = batch_tensors(split, idx)
+        longest = int(lengths[idx].max())
+        assert longest <= ids.shape[1] < longest + LENGTH_BUCKET
+        assert ids.shape[1] % LENGTH_BUCKET == 0 or ids.shape[1] == width
+        assert int(mask.sum()) == int(split["mask"][idx].sum())
+        assert np.array_equal(ids.numpy()[:, :longest], split["ids"][idx, :longest])
+        shapes.add(ids.shape[1])
+    assert len(shapes) <= width // LENGTH_BUCKET + 1
