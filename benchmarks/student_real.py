@@ -110,7 +110,7 @@ def sample_streams(root: Path) -> Iterator[Stream]:
 
 def test_streams(root: Path) -> Iterator[Stream]:
     from rhythm import jobs
-    from rhythm.streams import throwaway_home
+    from rhythm.streams import Person, person_settings, throwaway_home
     from tests.mapping import people
     from tests.rhythm import busy_week
 
@@ -127,10 +127,8 @@ def test_streams(root: Path) -> Iterator[Stream]:
         ("people-watch", people.watch_records(42), people.calendar_records(42)),
         ("people-gaps", people.watch_records(42, skip), people.calendar_records(42, pause)),
     ):
-        s = throwaway_home(root, name, "Europe/Amsterdam")
-        _write(s, [*watch, *cal])
-        jobs.map_data(s, now=datetime.combine(last, time(23), people.ZONE))
-        yield Stream(name, s, last)
+        person = Person(name, people.ZONE.key, last, [*watch, *cal])
+        yield Stream(name, person_settings(person, root), last)
 
 
 TITLES_WORK = ("Team standup", "Sprint planning", "1:1 with Alex", "Focus time", "Quarterly review",

@@ -116,7 +116,7 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
     if rng.random() < 0.5:  # a hard stretch: short nights, low HRV
         s0 = int(rng.integers(0, max(1, days - 3)))
         hard = {first + timedelta(days=s0 + j) for j in range(int(rng.integers(2, 7)))}
-    # a routine: the noise of nights, steps and stress scaled down, and (with a calendar)
+    # a routine: the noise of nights, HRV and steps scaled down, and (with a calendar)
     # the same events every week: a template drawn once, each event kept on 90% of weeks
     routine = rng.random() < 0.35
     jitter = rng.uniform(0.15, 0.5) if routine else 1.0

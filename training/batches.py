@@ -110,9 +110,10 @@ def masked_loss(
     return (losses * w).sum() / w.sum(), int(sel.sum())
 
 
-#: Batches are cut to a multiple of this many tokens: CPU kernels (oneDNN) keep buffers per
-#: input shape, and a batch cut to its exact longest week gave a new shape nearly every step
-#: (RSS grew by about 1 GB a minute in SFT). The tokens past a week's end carry no target.
+#: Batches are cut to a multiple of this many tokens. Cut to its exact longest week, nearly
+#: every batch had a new shape and SFT's RSS grew by about 1 GB a minute (the CPU kernels'
+#: per-shape buffers, as far as we can tell); bucketed it levels off (8.1 GB over 80 min).
+#: The tokens past a week's end carry no target.
 LENGTH_BUCKET = 64
 
 
@@ -122,25 +123,20 @@ def bucketed(n: int, width: int) -> int:
 
 
 def batch_tensors(split: dict[str, np.ndarray], idx: np.ndarray, cut: np.ndarray | None = None):
-    """``(ids, mask, hide or None)`` of episodes ``idx``, cut to the longest; with ``cut``
-    (one length per episode) every episode ends there (the answers after it are no targets)."""
+    """``(ids, mask, hide or None)`` of episodes ``idx``, cut to the longest (rounded up by
+    :func:`bucketed`); with ``cut`` (one length per episode) every episode ends there (the
+    answers after it are no targets)."""
     import torch
 
+    ends = split["lengths"][idx] if cut is None else cut
+    n = bucketed(int(ends.max()), split["ids"].shape[1])
+    mask = split["mask"][idx, :n].astype(np.int64)
     if cut is not None:
-        n = bucketed(int(cut.max()), split["ids"].shape[1])
-        mask = split["mask"][idx, :n].astype(np.int64)
         mask[np.arange(n)[None, :] >= cut[:, None]] = 0
-        hide = split.get("hide")
-        return (
-            torch.from_numpy(split["ids"][idx, :n].astype(np.int64)),
-            torch.from_numpy(mask),
-            None if hide is None else torch.from_numpy(hide[idx, :n].astype(np.int64)),
-        )
-    n = bucketed(int(split["lengths"][idx].max()), split["ids"].shape[1])
     hide = split.get("hide")
     return (
         torch.from_numpy(split["ids"][idx, :n].astype(np.int64)),
-        torch.from_numpy(split["mask"][idx, :n].astype(np.int64)),
+        torch.from_numpy(mask),
         None if hide is None else torch.from_numpy(hide[idx, :n].astype(np.int64)),
     )
 
