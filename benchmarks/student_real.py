@@ -29,7 +29,9 @@ action histograms (the goal: agreement >= 0.8 and no action chosen more often th
 teacher chooses it). ``--teacher-seeds K`` (default 4) runs the teacher with K seeds per
 decision: how often it agrees with itself under other posterior draws, and each model's
 agreement with the seeds' majority (the training weeks' labels come from every week's own
-seed, so the majority is what a student can learn; seed 0 is one draw of it).
+seed, so the majority is what a student can learn; seed 0 is one draw of it), each seed's
+action histogram, and the actions a model chooses more often than any seed does.
+``--rerender report.json`` recomputes the tables from a saved report's decisions.
 ``--unseen N`` adds N people of the generator behind the stream training weeks
 (``rhythm.streams``, ``rhythm train streams``) on seeds no training run uses, reported apart:
 the streams above are held out from training by kind (the student's stream weeks come from
@@ -330,7 +332,15 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
         # majority of the other seeds (what a student of many seeds' labels can best learn)
         out["teacher_seed_agreement"] = float(np.mean([p == r["teacher"] for r in seeded for p in r["teacher_seeds"][1:]]))
         out["modal_teacher_agreement"] = float(np.mean([modal(r["teacher_seeds"][1:]) == r["teacher"] for r in seeded]))
-        out["teacher_seeds"] = len(seeded[0]["teacher_seeds"])
+        out["teacher_seeds"] = k = len(seeded[0]["teacher_seeds"])
+        # the teacher under its other seeds: how often it chooses each action is itself a
+        # range, so "no action chosen more often than the teacher chooses it" is read
+        # against the most any seed chooses it (seed 0 alone is one draw)
+        for j in range(1, k):
+            out["histogram"][f"teacher seed {j}"] = dict(Counter(r["teacher_seeds"][j] for r in seeded))
+            out.setdefault("teacher_seed_agrees", {})[f"teacher seed {j}"] = float(
+                np.mean([r["teacher_seeds"][j] == r["teacher"] for r in seeded]))
+        seed_max = {a: max(sum(r["teacher_seeds"][j] == a for r in seeded) for j in range(k)) for a in ACTIONS}
     for n in names:
         picks = [r.get(n) for r in rows]
         if not any(p is not None for p in picks):
@@ -347,6 +357,8 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
         if seeded:
             out[n]["agrees_with_teacher_mode"] = float(np.mean([r.get(n) == modal(r["teacher_seeds"]) for r in seeded]))
             out[n]["agrees_with_some_seed"] = float(np.mean([r.get(n) in r["teacher_seeds"] for r in seeded]))
+            hs = Counter(r.get(n) for r in seeded)
+            out[n]["over_teacher_seeds"] = {a: hs[a] - seed_max[a] for a in ACTIONS if hs[a] > seed_max[a]}
     return out
 
 
@@ -370,8 +382,14 @@ def markdown(report: dict[str, Any], names: list[str]) -> str:
                   "| who | " + " | ".join(a for a in ACTIONS) + " | agreement with the teacher |",
                   "|---|" + "---|" * (len(ACTIONS) + 1)]
         for who, h in s["histogram"].items():
-            agree = "1.00" if who == "teacher" else (
-                f"{s['planner_agrees_with_teacher']:.2f}" if who == "planner" else f"{s[who]['agrees_with_teacher']:.2f}")
+            if who == "teacher":
+                agree = "1.00"
+            elif who == "planner":
+                agree = f"{s['planner_agrees_with_teacher']:.2f}"
+            elif who.startswith("teacher seed "):
+                agree = f"{s['teacher_seed_agrees'][who]:.2f}"
+            else:
+                agree = f"{s[who]['agrees_with_teacher']:.2f}"
             lines.append(f"| {who} | " + " | ".join(str(h.get(a, 0)) for a in ACTIONS) + f" | {agree} |")
         if "teacher_seed_agreement" in s:
             k = s["teacher_seeds"]
@@ -385,6 +403,11 @@ def markdown(report: dict[str, Any], names: list[str]) -> str:
                 if n in s:
                     lines.append(f"| {n} | {s[n]['agrees_with_teacher']:.2f} | {s[n]['agrees_with_teacher_mode']:.2f}"
                                  f" | {s[n]['agrees_with_some_seed']:.2f} |")
+            lines += ["", "Chosen more often than any teacher seed chooses it (by how many decisions):", ""]
+            for n in names:
+                if n in s:
+                    over = s[n]["over_teacher_seeds"]
+                    lines.append(f"- {n}: " + (", ".join(f"{a} +{d}" for a, d in over.items()) or "none"))
     return "\n".join(lines) + "\n"
 
 
@@ -400,9 +423,15 @@ def main() -> None:
     ap.add_argument("--streams", nargs="*", default=None, help="only these streams (names)")
     ap.add_argument("--teacher-seeds", type=int, default=4,
                     help="run the teacher with this many seeds per decision (how sharp its label is)")
+    ap.add_argument("--rerender", default="", metavar="JSON",
+                    help="recompute the summaries and tables from the decisions of a saved report")
     ap.add_argument("--json", default="", help="write the report here")
     ap.add_argument("--md", default="", help="write the markdown tables here")
     args = ap.parse_args()
+    if args.rerender:
+        report = rerender(json.loads(Path(args.rerender).read_text()))
+        _emit(report, list(report["models"]), args)
+        return
     models = {n: Path(p) for n, p in (m.split("=", 1) for m in args.models)}
     names = list(models)
     t0 = _time.time()
@@ -435,6 +464,25 @@ def main() -> None:
         report["sim_rows"] = sim
     report["rows"] = rows
     report["seconds"] = round(_time.time() - t0, 1)
+    _emit(report, names, args)
+
+
+def rerender(report: dict[str, Any]) -> dict[str, Any]:
+    """The summaries of a saved report recomputed from its decisions (after this script's
+    summaries change, without running the models and the teacher again)."""
+    names = list(report["models"])
+    rows, unseen = report["rows"], report.get("unseen_rows", [])
+    for stream in report["streams"]:
+        report["streams"][stream] = summarize([r for r in rows + unseen if r["stream"] == stream], names)
+    report["real-shaped (all)"] = summarize(rows, names)
+    if unseen:
+        report[UNSEEN] = summarize(unseen, names)
+    if "sim_rows" in report:
+        report["sim-product"] = summarize(report["sim_rows"], names)
+    return report
+
+
+def _emit(report: dict[str, Any], names: list[str], args: argparse.Namespace) -> None:
     md = markdown(report, names)
     print(md)
     if args.json:
