@@ -77,7 +77,7 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
     exercise, meditate and tick off tasks, how full their calendar is and with what, and
     how often the watch stays on the charger. Some people keep a routine: little day-to-day
     jitter and the same calendar every week (standups, a weekly dinner), the way a real
-    recurring calendar looks."""
+    recurring calendar looks; half of those with a job have the same workday every weekday."""
     rng = np.random.default_rng([int(seed), PERSON_STREAM])
     zone = str(rng.choice(ZONES))
     tz = ZoneInfo(zone)
@@ -135,6 +135,27 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
                 slots.append((h0, float(rng.choice([1.0, 2.0, 3.0])), str(rng.choice(kinds, p=tastes)),
                               int(rng.integers(2, 7))))
             template[wd] = slots
+        # half the routines with a job repeat one workday Monday to Friday (a daily standup,
+        # a daily focus block: a recurring series), so the person's own spread of work is
+        # near zero and a break or a weekend takes progress to the bottom of the meter, as
+        # on a real recurring calendar; drawn from a stream of its own (other people's
+        # records are unchanged)
+        daily_rng = np.random.default_rng([int(seed), PERSON_STREAM, 1])
+        keep = 0.9
+        if workday and daily_rng.random() < 0.5:
+            daily = [(float(daily_rng.choice([8.5, 9.0, 9.5])), 0.5, "work", int(daily_rng.integers(3, 9)))]
+            if daily_rng.random() < 0.7:
+                daily.append((float(daily_rng.choice([10.0, 13.0, 14.0])), float(daily_rng.choice([2.0, 3.0])),
+                              "focus", None))
+            for _ in range(int(daily_rng.integers(0, 3))):
+                daily.append((float(daily_rng.choice([11.0, 15.0, 16.0])), float(daily_rng.choice([0.5, 1.0])),
+                              "work", int(daily_rng.integers(2, 6))))
+            for wd in range(5):
+                template[wd] = daily + [e for e in template[wd] if e[2] not in ("work", "focus")]
+            keep = 1.0  # a recurring series does not skip days
+            if days >= 28 and daily_rng.random() < 0.6:  # a break after weeks of the routine
+                s0 = int(daily_rng.integers(21, days - 3))
+                cal_pause = (first + timedelta(days=s0), first + timedelta(days=s0 + int(daily_rng.integers(3, 10))))
     recs: list[Any] = []
     off = False
     name = f"p{seed}"
@@ -212,7 +233,7 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
         k = 0
         if template:
             for h0, dur, kind, people in template[d.weekday()]:
-                if rng.random() < 0.9:
+                if rng.random() < keep:
                     event(d, k, h0, dur, kind, people)
                     k += 1
             continue

@@ -43,6 +43,50 @@ def test_people_are_reproducible_and_differ():
     assert not all(map(_weekly_calendar, (p for p in people if any(isinstance(r, Event) for r in p.records))))
 
 
+def test_some_people_repeat_one_workday_and_take_a_break_that_empties_progress(tmp_path):
+    """A recurring series (the same standup and focus block every weekday) leaves the person's
+    own spread of work near zero, so a week off takes the progress meter to its floor, as on
+    the real recurring calendars of tests/mapping/people.py; the generator must reach those
+    meters, or the student never sees them before a real person shows them."""
+    people = [synthetic_person(s) for s in range(40)]
+    daily = [p for p in people if _same_workdays(p)]
+    assert len(daily) >= 3
+    late_break = [p for p in daily if _break_after(p, 21) >= 3]
+    assert len(late_break) >= 2
+    lowest = []
+    for p in late_break:
+        s = person_settings(p, tmp_path)
+        first = min(r.local_day for r in p.records)
+        busy = {r.local_day for r in p.records if isinstance(r, Event)}
+        with open_db(s.database) as db:
+            rows = observation_records(db, first, p.last, tz=user_zone(s))
+        progress = [(date.fromisoformat(i["local_day"]), o["meters"][2]) for o, i in rows if o["meters"][2] is not None]
+        on_break = [v for d, v in progress if d.weekday() < 5 and d not in busy and d >= first + timedelta(days=21)]
+        at_work = sorted(v for d, v in progress if d.weekday() < 5 and d in busy)
+        assert at_work[len(at_work) // 2] > 0.4  # at work the meter sits near or above the middle
+        lowest.append(min(on_break))
+    assert min(lowest) < 0.05, lowest
+
+
+def _same_workdays(p) -> bool:
+    """Consecutive workdays hold mostly the same event hours (a daily recurring series)."""
+    hours: dict[date, set[float]] = {}
+    for r in p.records:
+        if isinstance(r, Event) and r.local_day.weekday() < 5 and r.start_ts.hour < 17:
+            hours.setdefault(r.local_day, set()).add(r.start_ts.hour + r.start_ts.minute / 60)
+    days = sorted(hours)
+    if len(days) < 8:
+        return False
+    pairs = list(zip(days, days[1:], strict=False))
+    same = sum(len(hours[a] & hours[b]) for a, b in pairs) / sum(max(len(hours[a]), len(hours[b])) for a, b in pairs)
+    return same >= 0.75
+
+
+def _break_after(p, day: int) -> int:
+    """The longest run of days without events from the person's ``day``-th day on."""
+    return _longest(_calendar_gaps(p)[day:])
+
+
 def _weekly_calendar(p) -> bool:
     """A routine: the same weekday holds mostly the same event hours the next week."""
     hours: dict[date, set[float]] = {}
