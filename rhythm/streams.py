@@ -121,6 +121,7 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
     routine = rng.random() < 0.35
     jitter = rng.uniform(0.15, 0.5) if routine else 1.0
     template: dict[int, list[tuple[float, float, str, int | None]]] = {}
+    keep = 0.9  # the share of weeks a template event happens
     if routine and has_calendar:
         for wd in range(7):
             slots: list[tuple[float, float, str, int | None]] = []
@@ -141,7 +142,6 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
         # on a real recurring calendar; drawn from a stream of its own (other people's
         # records are unchanged)
         daily_rng = np.random.default_rng([int(seed), PERSON_STREAM, 1])
-        keep = 0.9
         if workday and daily_rng.random() < 0.5:
             daily = [(float(daily_rng.choice([8.5, 9.0, 9.5])), 0.5, "work", int(daily_rng.integers(3, 9)))]
             if daily_rng.random() < 0.7:
