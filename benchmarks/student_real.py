@@ -330,16 +330,18 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
     if seeded:
         # how sharp the label is: the same teacher with other posterior draws, and the
         # majority of the other seeds (what a student of many seeds' labels can best learn)
-        out["teacher_seed_agreement"] = float(np.mean([p == r["teacher"] for r in seeded for p in r["teacher_seeds"][1:]]))
-        out["modal_teacher_agreement"] = float(np.mean([modal(r["teacher_seeds"][1:]) == r["teacher"] for r in seeded]))
         out["teacher_seeds"] = k = len(seeded[0]["teacher_seeds"])
         # the teacher under its other seeds: how often it chooses each action is itself a
         # range, so "no action chosen more often than the teacher chooses it" is read
         # against the most any seed chooses it (seed 0 alone is one draw)
+        out["teacher_seed_agrees"] = {}
         for j in range(1, k):
             out["histogram"][f"teacher seed {j}"] = dict(Counter(r["teacher_seeds"][j] for r in seeded))
-            out.setdefault("teacher_seed_agrees", {})[f"teacher seed {j}"] = float(
+            out["teacher_seed_agrees"][f"teacher seed {j}"] = float(
                 np.mean([r["teacher_seeds"][j] == r["teacher"] for r in seeded]))
+        # every seed holds the same decisions, so the mean over seeds is the mean over picks
+        out["teacher_seed_agreement"] = float(np.mean(list(out["teacher_seed_agrees"].values())))
+        out["modal_teacher_agreement"] = float(np.mean([modal(r["teacher_seeds"][1:]) == r["teacher"] for r in seeded]))
         seed_max = {a: max(sum(r["teacher_seeds"][j] == a for r in seeded) for j in range(k)) for a in ACTIONS}
     for n in names:
         picks = [r.get(n) for r in rows]

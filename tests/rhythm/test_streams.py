@@ -70,16 +70,9 @@ def test_some_people_repeat_one_workday_and_take_a_break_that_empties_progress(t
 
 def _same_workdays(p) -> bool:
     """Consecutive workdays hold mostly the same event hours (a daily recurring series)."""
-    hours: dict[date, set[float]] = {}
-    for r in p.records:
-        if isinstance(r, Event) and r.local_day.weekday() < 5 and r.start_ts.hour < 17:
-            hours.setdefault(r.local_day, set()).add(r.start_ts.hour + r.start_ts.minute / 60)
+    hours = _event_hours(p, lambda r: r.local_day.weekday() < 5 and r.start_ts.hour < 17)
     days = sorted(hours)
-    if len(days) < 8:
-        return False
-    pairs = list(zip(days, days[1:], strict=False))
-    same = sum(len(hours[a] & hours[b]) for a, b in pairs) / sum(max(len(hours[a]), len(hours[b])) for a, b in pairs)
-    return same >= 0.75
+    return len(days) >= 8 and _same_share(hours, list(zip(days, days[1:], strict=False))) >= 0.75
 
 
 def _break_after(p, day: int) -> int:
@@ -89,15 +82,23 @@ def _break_after(p, day: int) -> int:
 
 def _weekly_calendar(p) -> bool:
     """A routine: the same weekday holds mostly the same event hours the next week."""
+    hours = _event_hours(p, lambda r: True)
+    pairs = [(d, d + timedelta(days=7)) for d in hours if d + timedelta(days=7) in hours]
+    return len(pairs) >= 5 and _same_share(hours, pairs) >= 0.75
+
+
+def _event_hours(p, keep) -> dict[date, set[float]]:
+    """The start hours of the person's events that ``keep`` accepts, by day."""
     hours: dict[date, set[float]] = {}
     for r in p.records:
-        if isinstance(r, Event):
+        if isinstance(r, Event) and keep(r):
             hours.setdefault(r.local_day, set()).add(r.start_ts.hour + r.start_ts.minute / 60)
-    pairs = [(hours[d], hours[d + timedelta(days=7)]) for d in hours if d + timedelta(days=7) in hours]
-    if len(pairs) < 5:
-        return False
-    same = sum(len(a & b) for a, b in pairs) / sum(max(len(a), len(b)) for a, b in pairs)
-    return same >= 0.75
+    return hours
+
+
+def _same_share(hours: dict[date, set[float]], pairs: list[tuple[date, date]]) -> float:
+    """The share of event hours the two days of each pair have in common."""
+    return sum(len(hours[a] & hours[b]) for a, b in pairs) / sum(max(len(hours[a]), len(hours[b])) for a, b in pairs)
 
 
 def _days(p) -> list[date]:
