@@ -141,6 +141,29 @@ def batch_tensors(split: dict[str, np.ndarray], idx: np.ndarray, cut: np.ndarray
     )
 
 
+def _scored_batches(model, split, idx: np.ndarray, batch_size: int, bf16: bool, device: str):
+    """Teacher-forced answers of episodes ``idx``, a batch at a time: ``(rows, logits,
+    targets, first)`` per batch, one entry per answer token: its episode (a position in
+    ``idx``), the logits, the teacher's token and whether it is an answer's first token
+    (the action)."""
+    import torch
+
+    model.eval()
+    with torch.no_grad(), torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=bf16):
+        for lo in range(0, len(idx), batch_size):
+            part = idx[lo : lo + batch_size]
+            ids, mask, hide = (
+                None if t is None else t.to(device) for t in batch_tensors(split, part)
+            )
+            hidden = forward_hidden(model, ids, hide)[:, :-1]
+            sel = mask[:, 1:] > 0
+            m = sel.long()
+            first = (m == 1) & (torch.nn.functional.pad(m, (1, 0))[:, :-1] == 0)
+            rows = torch.nonzero(sel)[:, 0] + lo
+            yield rows, model.lm_head(hidden[sel]).float(), ids[:, 1:][sel], first[sel]
+    model.train()
+
+
 def evaluate_split(
     model, split, batch_size: int, bf16: bool, device: str = "cpu"
 ) -> dict[str, float]:
@@ -148,30 +171,32 @@ def evaluate_split(
     (the action) and of all answer tokens."""
     import torch
 
-    model.eval()
     tot, n, first_ok, first_n, all_ok = 0.0, 0, 0, 0, 0
-    with torch.no_grad(), torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=bf16):
-        for lo in range(0, len(split["ids"]), batch_size):
-            idx = np.arange(lo, min(lo + batch_size, len(split["ids"])))
-            ids, mask, hide = (
-                None if t is None else t.to(device) for t in batch_tensors(split, idx)
-            )
-            hidden = forward_hidden(model, ids, hide)[:, :-1]
-            sel = mask[:, 1:] > 0
-            logits = model.lm_head(hidden[sel]).float()
-            targets = ids[:, 1:][sel]
-            tot += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
-            n += int(sel.sum())
-            pred = logits.argmax(-1)
-            all_ok += int((pred == targets).sum())
-            m = (mask[:, 1:] > 0).long()
-            first = (m == 1) & (torch.nn.functional.pad(m, (1, 0))[:, :-1] == 0)
-            fsel = first[sel]
-            first_ok += int((pred[fsel] == targets[fsel]).sum())
-            first_n += int(fsel.sum())
-    model.train()
+    idx = np.arange(len(split["ids"]))
+    for _, logits, targets, first in _scored_batches(model, split, idx, batch_size, bf16, device):
+        tot += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
+        n += len(targets)
+        pred = logits.argmax(-1)
+        all_ok += int((pred == targets).sum())
+        first_ok += int((pred[first] == targets[first]).sum())
+        first_n += int(first.sum())
     return {
         "val_loss": tot / max(n, 1),
         "val_token_acc": all_ok / max(n, 1),
         "val_action_acc": first_ok / max(first_n, 1),
     }
+
+
+def action_errors(
+    model, split, idx: np.ndarray, batch_size: int, bf16: bool, device: str = "cpu"
+) -> np.ndarray:
+    """How many of its actions the model gets wrong, teacher-forced, in each episode of
+    ``idx`` (the hard weeks SFT's ``--focus`` draws from)."""
+
+    errors = np.zeros(len(idx), dtype=np.int64)
+    for rows, logits, targets, first in _scored_batches(
+        model, split, np.asarray(idx), batch_size, bf16, device
+    ):
+        wrong = rows[first][logits[first].argmax(-1) != targets[first]]
+        errors += np.bincount(wrong.cpu().numpy(), minlength=len(idx))
+    return errors

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from training.batches import (
+    action_errors,
     batch_tensors,
     evaluate_split,
     forward_hidden,
@@ -102,6 +103,13 @@ class Args:
         "answers per week, growing: the budget is split into equal shares and in share i every "
         "week is cut after its first curriculum[i] steps (e.g. 4 8 16 28); empty = whole weeks",
     )
+    focus: float = help_field(
+        0.0,
+        "share of each batch drawn from the hard weeks: before training the starting model "
+        "(--init-from) reads --focus-weeks training weeks teacher-forced, and a week is drawn "
+        "in proportion to how many of the teacher's actions it gets wrong; 0 = uniform",
+    )
+    focus_weeks: int = help_field(4000, "training weeks scored for --focus (0 = all)")
     blind_fraction: float = help_field(
         0.0,
         "share of training weeks (v1 data) whose past beliefs are replaced, in the input only, "
@@ -230,6 +238,35 @@ def plot_loss(rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
+def hard_weeks(
+    model, train: dict[str, np.ndarray], args: Args, rng, progress: Progress
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(weeks, p)``: the training weeks the starting model gets some action wrong in and
+    the chance of drawing each (its share of the errors); empty without ``--focus``."""
+    if args.focus <= 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    if not args.init_from:
+        raise ValueError("--focus needs --init-from (the model whose errors pick the weeks)")
+    n = len(train["ids"])
+    pool = np.sort(rng.choice(n, size=min(n, args.focus_weeks or n), replace=False))
+    errors = np.zeros(len(pool), dtype=np.int64)
+    step = 64 * args.batch_size
+    for lo in range(0, len(pool), step):
+        part = pool[lo : lo + step]
+        errors[lo : lo + len(part)] = action_errors(
+            model, train, part, args.batch_size, args.bf16, args.device
+        )
+        progress("focus", lo + len(part), len(pool))
+    hard = errors > 0
+    log(
+        f"sft focus: {int(hard.sum())} of {len(pool)} scored weeks have a wrong action "
+        f"({int(errors.sum())} wrong actions)"
+    )
+    if not hard.any():
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    return pool[hard], errors[hard] / errors[hard].sum()
+
+
 def main(args: Args, progress: Progress = no_progress) -> Path:
     import torch
 
@@ -297,6 +334,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     if args.blind_fraction > 0 and "hide" in train:
         raise ValueError("--blind-fraction is for v1 data (v2 already hides past beliefs)")
     cuts = prefix_lengths(train, tok) if args.curriculum else None
+    hard, hard_p = hard_weeks(model, train, args, rng, progress)
     order = rng.permutation(len(train["ids"]))
     pos = 0
     rows: list[dict[str, Any]] = []
@@ -308,8 +346,12 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     for step in range(1, args.steps + 1):
         if pos + args.batch_size > len(order):
             order, pos = rng.permutation(len(train["ids"])), 0
-        idx = np.sort(order[pos : pos + args.batch_size])
+        idx = order[pos : pos + args.batch_size]
         pos += args.batch_size
+        n_hard = int(round(args.focus * args.batch_size)) if len(hard) else 0
+        if n_hard:
+            idx = np.concatenate([idx[n_hard:], rng.choice(hard, size=n_hard, p=hard_p)])
+        idx = np.sort(idx)
         cut = None
         if cuts is not None:
             done = max(step / args.steps, (time.time() - t0) / max(1e-9, args.minutes * 60))

@@ -200,7 +200,9 @@ def test_every_stage_on_the_smoke_budget(tmp_path):
 
     out = tmp_path / "smoke"
     seen: set[str] = set()
-    summary = pipeline.main(pipeline.Args(budget="smoke", out=str(out)), lambda s, d, t: seen.add(s))
+    summary = pipeline.main(
+        pipeline.Args(budget="smoke", out=str(out)), lambda s, d, t: seen.add(s)
+    )
     assert {"rollouts", "dataset", "sft", "refine", "export", "evaluate"} <= seen
     assert not {"dagger", "read", "probe"} & seen
 
@@ -716,7 +718,11 @@ def test_batches_are_cut_to_a_few_shapes_and_keep_every_target():
     width = 7 * LENGTH_BUCKET + 5
     lengths = rng.integers(20, width + 1, size=40).astype(np.int32)
     lengths[0] = width
-    split = {"ids": np.zeros((40, width), np.int32), "mask": np.zeros((40, width), np.uint8), "lengths": lengths}
+    split = {
+        "ids": np.zeros((40, width), np.int32),
+        "mask": np.zeros((40, width), np.uint8),
+        "lengths": lengths,
+    }
     for r, n in enumerate(lengths):
         split["ids"][r, :n] = rng.integers(1, 100, size=n)
         split["mask"][r, :n] = rng.random(n) < 0.3
@@ -731,3 +737,77 @@ def test_batches_are_cut_to_a_few_shapes_and_keep_every_target():
         assert np.array_equal(ids.numpy()[:, :longest], split["ids"][idx, :longest])
         shapes.add(ids.shape[1])
     assert len(shapes) <= width // LENGTH_BUCKET + 1
+
+
+@needs_ml
+def test_action_errors_count_each_weeks_wrong_actions_and_focus_draws_only_those(records, tmp_path):
+    """Per week, the actions a model gets wrong teacher-forced (what SFT's --focus draws
+    from) match a step-by-step count on the week's own prompt tokens, and add up to the
+    validation action accuracy; --focus keeps only the weeks with an error, weighted by
+    their number."""
+    import torch
+
+    from agent.prompting import FORMAT_V2
+    from training.batches import action_errors, evaluate_split, forward_hidden
+    from training.dataset import encode_episode, episode_text, train_tokenizer
+    from training.sft import Args, build_model, hard_weeks
+    from training.tokens import EOS
+
+    rng = np.random.default_rng(5)
+    recs = [_with_beliefs(r, rng) for r in records]
+    tok = train_tokenizer([episode_text(r) for r in recs], 600)
+    encoded = [encode_episode(tok, episode_text(r, fmt=FORMAT_V2)) for r in recs]
+    width = max(len(e[0]) for e in encoded)
+
+    def padded(k):
+        return np.stack([np.pad(e[k], (0, width - len(e[k]))) for e in encoded])
+
+    split = {
+        "ids": padded(0),
+        "mask": padded(1),
+        "hide": padded(2),
+        "lengths": np.array([len(e[0]) for e in encoded]),
+    }
+    torch.manual_seed(2)
+    model = build_model(
+        Args(layers=2, hidden=64, ffn=128, heads=2, kv_heads=2),
+        tok.get_vocab_size(),
+        tok.token_to_id(EOS),
+    ).eval()
+    expected = []
+    with torch.no_grad():
+        for ids, mask, hide in encoded:
+            x = torch.tensor(ids[None]).long()
+            logits = model.lm_head(forward_hidden(model, x, torch.tensor(hide[None])))[0]
+            starts = [i for i in range(1, len(mask)) if mask[i] and not mask[i - 1]]
+            expected.append(sum(int(logits[s - 1].argmax()) != int(ids[s]) for s in starts))
+    assert len(starts) == spec.EPISODE_STEPS
+    errors = action_errors(model, split, np.array([2, 0, 1]), 2, bf16=False)
+    assert errors.tolist() == [expected[2], expected[0], expected[1]]
+    assert sum(expected) > 0  # an untrained model errs, so the count is not vacuous
+    acc = evaluate_split(model, split, 2, bf16=False)["val_action_acc"]
+    assert acc == pytest.approx(1 - sum(expected) / (3 * spec.EPISODE_STEPS))
+
+    args = Args(focus=0.5, focus_weeks=0, init_from="x", batch_size=2, bf16=False)
+    weeks, p = hard_weeks(model, split, args, np.random.default_rng(0), lambda *a: None)
+    hard = [w for w in range(3) if expected[w]]
+    assert weeks.tolist() == hard
+    assert p.tolist() == pytest.approx([expected[w] / sum(expected) for w in hard])
+    none, _ = hard_weeks(model, split, Args(), np.random.default_rng(0), lambda *a: None)
+    assert len(none) == 0
+    with pytest.raises(ValueError, match="init-from"):
+        hard_weeks(model, split, Args(focus=0.5), np.random.default_rng(0), lambda *a: None)
+
+    from training import sft
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("train", "val"):
+        np.savez(data / f"{name}.npz", **split)
+    tok.save(str(data / "tokenizer.json"))
+    model.save_pretrained(tmp_path / "init")
+    run = Args(data=str(data), out=str(tmp_path / "sft"), init_from=str(tmp_path / "init"))
+    run.focus, run.focus_weeks, run.batch_size, run.steps, run.eval_every = 0.5, 0, 2, 3, 3
+    ck = sft.main(run)
+    rows = (tmp_path / "sft" / "loss.csv").read_text().splitlines()[1:]
+    assert len(rows) == 3 and (ck / "model.safetensors").exists()
