@@ -31,6 +31,10 @@ decision: how often it agrees with itself under other posterior draws, and each 
 agreement with the seeds' majority (the training weeks' labels come from every week's own
 seed, so the majority is what a student can learn; seed 0 is one draw of it), each seed's
 action histogram, and the actions a model chooses more often than any seed does.
+Each model's agreement comes with its count and a 95% (Wilson) interval, and every model
+after the first with a paired count against the first (decisions where exactly one of the
+two agrees with the teacher, and the exact sign test's p): on 299 decisions the interval is
+about +-0.045, so two models a few decisions apart are not told apart.
 ``--rerender report.json`` recomputes the tables from a saved report's decisions.
 ``--unseen N`` adds N people of the generator behind the stream training weeks
 (``rhythm.streams``, ``rhythm train streams``) on seeds no training run uses, reported apart:
@@ -319,6 +323,28 @@ def sim_decisions(weeks: int, models: dict[str, Path], seed0: int = 20_000_000) 
 # --- report ------------------------------------------------------------------------------------
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a share of ``k`` in ``n`` (agreement on a few hundred
+    decisions moves by a few hundredths from one model to the next by chance alone)."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (mid - half, mid + half)
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact sign test (McNemar's exact test on the discordant decisions): the
+    chance of a split at least this uneven if either model were as likely to be the one
+    that agrees with the teacher."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
 def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
     teacher = Counter(r["teacher"] for r in rows)
     out: dict[str, Any] = {"decisions": len(rows), "histogram": {"teacher": dict(teacher)}}
@@ -352,6 +378,17 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
         out[n] = {
             f"agrees_with_{ref}": float(np.mean([r.get(n) == r[ref] for r in rows])) for ref in refs
         }
+        agree = [r.get(n) == r["teacher"] for r in rows]
+        out[n]["agrees_count"] = int(sum(agree))
+        out[n]["agrees_interval"] = wilson(int(sum(agree)), len(rows))
+        if n != names[0] and names[0] in out:
+            # paired against the first model: the decisions where exactly one of the two
+            # agrees with the teacher
+            first = [r.get(names[0]) == r["teacher"] for r in rows]
+            wins = sum(a and not b for a, b in zip(agree, first, strict=True))
+            losses = sum(b and not a for a, b in zip(agree, first, strict=True))
+            out[n]["vs_first"] = {"model": names[0], "wins": wins, "losses": losses,
+                                  "p": sign_test(wins, losses)}
         over = {a: (h.get(a, 0) - teacher.get(a, 0)) / max(1, len(rows)) for a in ACTIONS}
         worst = max(over, key=lambda a: over[a])
         out[n]["most_overchosen"] = {"action": worst, "excess_share": over[worst]}
@@ -399,12 +436,22 @@ def markdown(report: dict[str, Any], names: list[str]) -> str:
                       "its plans are scored on): the teacher agrees with itself under another seed in "
                       f"{s['teacher_seed_agreement']:.2f} of decisions; the majority of the other seeds "
                       f"agrees with seed 0 in {s['modal_teacher_agreement']:.2f}.", "",
-                      "| model | vs teacher (seed 0) | vs the seeds' majority | one of the seeds' picks |",
-                      "|---|---|---|---|"]
+                      "| model | vs teacher (seed 0) | decisions (95% interval) | vs the seeds' majority"
+                      " | one of the seeds' picks |",
+                      "|---|---|---|---|---|"]
             for n in names:
                 if n in s:
-                    lines.append(f"| {n} | {s[n]['agrees_with_teacher']:.2f} | {s[n]['agrees_with_teacher_mode']:.2f}"
+                    lo, hi = s[n]["agrees_interval"]
+                    lines.append(f"| {n} | {s[n]['agrees_with_teacher']:.2f} | {s[n]['agrees_count']} of"
+                                 f" {s['decisions']} ({lo:.2f}-{hi:.2f}) | {s[n]['agrees_with_teacher_mode']:.2f}"
                                  f" | {s[n]['agrees_with_some_seed']:.2f} |")
+            paired = [n for n in names if "vs_first" in s.get(n, {})]
+            if paired:
+                lines += ["", f"Paired against {names[0]} (decisions where exactly one of the two agrees "
+                          "with the teacher; p: two-sided exact sign test):", ""]
+                for n in paired:
+                    v = s[n]["vs_first"]
+                    lines.append(f"- {n}: {v['wins']} won, {v['losses']} lost, p = {v['p']:.2f}")
             lines += ["", "Chosen more often than any teacher seed chooses it (by how many decisions):", ""]
             for n in names:
                 if n in s:
