@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -20,12 +21,27 @@ DAYS = 21
 SLOTS = ("morning", "afternoon", "evening", "night")
 
 
+def berlin(day: date) -> int:
+    """Berlin's UTC offset on ``day`` (minutes): the server's documents carry the offsets of
+    the zone the person's settings name, so a workout at 17 h in them is at 17 h in the
+    person's day (the server's default offsets move at other dates than Berlin's, which put
+    some weeks' workouts an hour earlier, in the afternoon slot)."""
+    noon = datetime(day.year, day.month, day.day, 12, tzinfo=ZoneInfo("Europe/Berlin"))
+    return int(noon.utcoffset().total_seconds() // 60)
+
+
 @pytest.fixture
 def synced(rhythm_home, run_cli, monkeypatch):
     """21 days of an Oura ring, synced; the server's documents for the checks."""
     now = datetime.now(UTC)
+    # the ring's last day is today where the person lives (an hour before UTC midnight it is
+    # already tomorrow in Berlin, and the heart rate measured since then makes a 22nd day)
+    today = now.astimezone(ZoneInfo("Europe/Berlin")).date()
     with Loopback() as srv:
-        server = OuraServer(srv, make_days(DAYS, now.date(), until=now - timedelta(minutes=1), seed=11))
+        days = make_days(
+            DAYS, today, offset_of=berlin, until=now - timedelta(minutes=1), seed=11
+        )
+        server = OuraServer(srv, days)
         monkeypatch.setenv("RHYTHM_OURA_API_BASE", server.api_base)
         monkeypatch.setenv("RHYTHM_TIMEZONE", "Europe/Berlin")
         FileTokenStore(load_settings().tokens_dir).save("oura", {"access_token": server.pat, "kind": "personal"})
