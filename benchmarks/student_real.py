@@ -369,6 +369,7 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
         out["teacher_seed_agreement"] = float(np.mean(list(out["teacher_seed_agrees"].values())))
         out["modal_teacher_agreement"] = float(np.mean([modal(r["teacher_seeds"][1:]) == r["teacher"] for r in seeded]))
         seed_max = {a: max(sum(r["teacher_seeds"][j] == a for r in seeded) for j in range(k)) for a in ACTIONS}
+    first = [r.get(names[0]) == r["teacher"] for r in rows] if names else []
     for n in names:
         picks = [r.get(n) for r in rows]
         if not any(p is not None for p in picks):
@@ -384,7 +385,6 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
         if n != names[0] and names[0] in out:
             # paired against the first model: the decisions where exactly one of the two
             # agrees with the teacher
-            first = [r.get(names[0]) == r["teacher"] for r in rows]
             wins = sum(a and not b for a, b in zip(agree, first, strict=True))
             losses = sum(b and not a for a, b in zip(agree, first, strict=True))
             out[n]["vs_first"] = {"model": names[0], "wins": wins, "losses": losses,

@@ -91,11 +91,7 @@ def mean_answer_loss(model, encoded) -> float:
     import torch
 
     with torch.no_grad():
-        return (
-            float(np.mean([_answer_loss(model, i, m).item() for i, m in encoded]))
-            if encoded
-            else float("nan")
-        )
+        return float(np.mean([_answer_loss(model, i, m).item() for i, m in encoded])) if encoded else float("nan")
 
 
 def refine_gguf(
@@ -128,15 +124,7 @@ def refine_gguf(
     lora = LoraConfig(
         r=s.rank,
         lora_alpha=s.alpha,
-        target_modules=[
-            "q_proj",
-            "k_proj",
-            "v_proj",
-            "o_proj",
-            "gate_proj",
-            "up_proj",
-            "down_proj",
-        ],
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
         bias="none",
         task_type="CAUSAL_LM",
     )

@@ -192,7 +192,6 @@ def action_errors(
 ) -> np.ndarray:
     """How many of its actions the model gets wrong, teacher-forced, in each episode of
     ``idx`` (the hard weeks SFT's ``--focus`` draws from)."""
-
     errors = np.zeros(len(idx), dtype=np.int64)
     for rows, logits, targets, first in _scored_batches(
         model, split, np.asarray(idx), batch_size, bf16, device

@@ -392,10 +392,8 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         tok = load_tokenizer(args.tokenizer)
     else:
         # v3 texts hold no answers (they are inserted as tokens): the tokenizer sees them too
-        tok = train_tokenizer(
-            [_tokenizer_text(records[i], texts[i], args.prompt_format) for i in train_idx],
-            args.vocab_size,
-        )
+        tok = train_tokenizer([_tokenizer_text(records[i], texts[i], args.prompt_format) for i in train_idx],
+                              args.vocab_size)
     tok_path = out / "tokenizer.json"
     tok.save(str(tok_path))
     progress("dataset", 2, 3)
@@ -405,9 +403,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     ]
     n_stale = 0
     aux = [
-        None
-        if e is None or is_dagger(r)
-        else next_beliefs(e[1], _targets_beliefs(r, args.prompt_format))
+        None if e is None or is_dagger(r) else next_beliefs(e[1], _targets_beliefs(r, args.prompt_format))
         for r, e in zip(records, encoded, strict=True)
     ]
     if args.stale_fraction > 0:
@@ -435,9 +431,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         log(f"dataset: {len(dropped)} DAgger weeks with an invalid student answer left out")
         train_idx = [i for i in train_idx if encoded[i] is not None]
         val_idx = [i for i in val_idx if encoded[i] is not None]
-    with_hide = args.prompt_format in (FORMAT_V2, *STREAM_FORMATS) or any(
-        is_dagger(r) for r in records
-    )
+    with_hide = args.prompt_format in (FORMAT_V2, *STREAM_FORMATS) or any(is_dagger(r) for r in records)
     pad = tok.token_to_id(EOS)
     files = []
     for name, idx in (("train", train_idx), ("val", val_idx)):
@@ -485,10 +479,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         "example": texts[0][:400],
         "seconds": round(time.time() - t0, 1),
     }
-    if (
-        args.prompt_format not in STREAM_FORMATS
-        and stats["answers_per_episode_min"] != spec.EPISODE_STEPS
-    ):
+    if args.prompt_format not in STREAM_FORMATS and stats["answers_per_episode_min"] != spec.EPISODE_STEPS:
         raise ValueError(
             f"an episode text has {stats['answers_per_episode_min']} answers, expected 28"
         )

@@ -95,9 +95,7 @@ def make_student(path: str, n_ctx: int):
 
         silence_llama_cpp()
         timed = TimedModel(LlamaCppModel(p, n_ctx=n_ctx, n_threads=1))
-        if (
-            timed.prompt_format == FORMAT_V4
-        ):  # it reads the teacher's filter: the student policy runs it
+        if timed.prompt_format == FORMAT_V4:  # it reads the teacher's filter: the student policy runs it
             from agent.student_policy import StudentPolicy
 
             player = StudentPolicy(timed)

@@ -171,11 +171,7 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     )
     student = TorchStudent(ck, threads=1)
     torch_answers = [student.complete(p["prompt"]) for p in prompts]
-    labelled = [
-        (a, p)
-        for a, p in zip(torch_answers, prompts, strict=True)
-        if p["teacher_action"] is not None
-    ]
+    labelled = [(a, p) for a, p in zip(torch_answers, prompts, strict=True) if p["teacher_action"] is not None]
     teacher_agree = sum(
         a.split(" ", 1)[0] == __import__("simulator").spec.ACTIONS[p["teacher_action"]]
         for a, p in labelled

@@ -72,13 +72,7 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
         "evaluate": {"episodes": 1, "students": ["pytorch", "q8_0", "q4_0"]},
     },
     "medium": {
-        "rollouts": {
-            "episodes": 2000,
-            "workers": 2,
-            "shaped": True,
-            "product_share": 0.6,
-            "feedback_share": 0.25,
-        },
+        "rollouts": {"episodes": 2000, "workers": 2, "shaped": True, "product_share": 0.6, "feedback_share": 0.25},
         "dataset": {"vocab_size": 1024, "prompt_format": V4},
         "sft": {
             "minutes": 45.0,
@@ -93,13 +87,7 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
         "evaluate": {"episodes": 0, "students": ["pytorch", "q8_0", "q4_k_m"]},
     },
     "full": {
-        "rollouts": {
-            "episodes": 4000,
-            "workers": 2,
-            "shaped": True,
-            "product_share": 0.6,
-            "feedback_share": 0.25,
-        },
+        "rollouts": {"episodes": 4000, "workers": 2, "shaped": True, "product_share": 0.6, "feedback_share": 0.25},
         "dataset": {"vocab_size": 1024, "prompt_format": V4},
         "sft": {
             "minutes": 85.0,
@@ -487,10 +475,7 @@ def _rollout_args(root: Path) -> list[dict[str, Any]]:
     """The args of every rollouts stage the run's dataset was built from (the dataset may
     join earlier runs' weeks with this run's)."""
     try:
-        paths = [
-            Path(p).parent
-            for p in json.loads((root / "dataset" / "args.json").read_text())["rollouts"]
-        ]
+        paths = [Path(p).parent for p in json.loads((root / "dataset" / "args.json").read_text())["rollouts"]]
     except (OSError, ValueError, KeyError):
         paths = [root / "rollouts"]
     out = []
@@ -504,9 +489,7 @@ def _rollout_args(root: Path) -> list[dict[str, Any]]:
 
 def _data_summary(root: Path, ck: dict[str, Any]) -> str:
     weeks = ck["data_stats"]["episodes"] if ck.get("data_stats") else "?"
-    common = (
-        "in-distribution simulator profiles (seeds from 1,000,000; evaluation seeds are disjoint)"
-    )
+    common = "in-distribution simulator profiles (seeds from 1,000,000; evaluation seeds are disjoint)"
     rolls = [r for r in _rollout_args(root) if r.get("episodes")]
     if not rolls or not all(r.get("shaped") for r in rolls):
         return f"{weeks} weeks of the Bayesian teacher (`bayes`) on {common}"
@@ -516,20 +499,14 @@ def _data_summary(root: Path, ck: dict[str, Any]) -> str:
         return sum(r["episodes"] * r.get(key, 0.0) * (of(r) if of else 1.0) for r in rolls) / total
 
     fb, world = mean("feedback_share"), mean("world_share")
-    share = mean(
-        "product_share", lambda r: 1.0 - r.get("feedback_share", 0.0) - r.get("world_share", 0.0)
-    )
+    share = mean("product_share", lambda r: 1.0 - r.get("feedback_share", 0.0) - r.get("world_share", 0.0))
     extra = ""
     if fb > 0:
-        extra += (
-            f", {fb:.0%} the simulator's feedback mode (noisy, answers-only or clean readings, "
-            "every answer in the prompt)"
-        )
+        extra += (f", {fb:.0%} the simulator's feedback mode (noisy, answers-only or clean readings, "
+                  "every answer in the prompt)")
     if world > 0:
-        extra += (
-            f", {world:.0%} clean weeks in misspecified worlds (`simulator.worlds`) labelled by "
-            f"`{rolls[-1].get('world_teacher', 'bayes-robust')}`"
-        )
+        extra += (f", {world:.0%} clean weeks in misspecified worlds (`simulator.worlds`) labelled by "
+                  f"`{rolls[-1].get('world_teacher', 'bayes-robust')}`")
     return (
         f"{weeks} weeks on {common}: {1.0 - fb - world - share:.0%} the simulator protocol's clean "
         f"weeks (the Bayesian teacher plays), {share:.0%} shaped like the product's (readings with "

@@ -78,9 +78,7 @@ class Shape:
     world: str = "nominal"
 
 
-def draw_shape(
-    rng: np.random.Generator, product_share: float, calendar_share: float = 0.5
-) -> Shape:
+def draw_shape(rng: np.random.Generator, product_share: float, calendar_share: float = 0.5) -> Shape:
     """A week's shape: with probability ``product_share`` real-shaped (noise sd 0.08, 30-60%
     of slots without readings in runs of 1-6, 60-90% of actions unknown in most weeks and
     fewer in some, the person following 0-100% of recommendations, 0-2 earlier weeks, a
@@ -91,11 +89,7 @@ def draw_shape(
         return Shape(kind="clean", calendar=calendar)
     unknown = rng.uniform(0.6, 0.9) if rng.random() < 0.7 else rng.uniform(0.0, 0.6)
     p_stuck = (0.1, 0.15, 0.2, 0.15, 0.4)  # V C P S N
-    stuck = tuple(
-        (k, round(float(rng.uniform(0.3, 0.7)), 2))
-        for k in range(spec.N_METERS)
-        if rng.random() < p_stuck[k]
-    )
+    stuck = tuple((k, round(float(rng.uniform(0.3, 0.7)), 2)) for k in range(spec.N_METERS) if rng.random() < p_stuck[k])
     return Shape(
         stuck=stuck,
         kind="product",
@@ -130,9 +124,7 @@ def draw_week_shape(
     clean a quarter each), with probability ``world_share`` a clean week in a misspecified
     world (:data:`TRAINING_WORLDS`) that the robust teacher labels, else
     :func:`draw_shape`'s (with both shares 0 exactly the weeks earlier data had)."""
-    shape = draw_shape(
-        np.random.default_rng([int(seed), SHAPE_STREAM, 0]), product_share, calendar_share
-    )
+    shape = draw_shape(np.random.default_rng([int(seed), SHAPE_STREAM, 0]), product_share, calendar_share)
     if feedback_share <= 0 and world_share <= 0:
         return shape
     rng = np.random.default_rng([int(seed), SHAPE_STREAM, 2])
@@ -200,21 +192,15 @@ class ProductStream:
             # a commitment's action comes from the calendar, a night's sleep from the
             # wearable: both are known more often than a free day slot
             p_unknown = 0.1 if fixed else (0.2 * self.shape.unknown_share if night else None)
-            known = not (
-                self.rng.random() < p_unknown if p_unknown is not None else self.unknown[i]
-            )
+            known = not (self.rng.random() < p_unknown if p_unknown is not None else self.unknown[i])
         day = MONDAY + timedelta(days=(t // spec.SLOTS_PER_DAY) if t >= 0 else -1)
         slot = t % spec.SLOTS_PER_DAY
-        self.states.append(
-            SlotState(day, slot, values, 0.8, spec.ACTIONS[action] if known else None, 0.8)
-        )
+        self.states.append(SlotState(day, slot, values, 0.8, spec.ACTIONS[action] if known else None, 0.8))
 
     def observation(self, t: int) -> tuple[dict[str, Any], dict[str, Any]]:
         from mapping.observations import observations_from_states
 
-        obs, info = observations_from_states(
-            self.states, MONDAY, MONDAY + timedelta(days=t // spec.SLOTS_PER_DAY)
-        )[t]
+        obs, info = observations_from_states(self.states, MONDAY, MONDAY + timedelta(days=t // spec.SLOTS_PER_DAY))[t]
         # after Sunday night the product is on next Monday (t = 0); the week's view ends at 28
         return ({**obs, "t": t} if t >= spec.EPISODE_STEPS else obs), info
 
@@ -270,9 +256,7 @@ def _week_env(condition: str, calendar: bool, world: str = "nominal"):
     return CalendarWeek(env) if calendar else env
 
 
-def _calendar_context(
-    cal: np.ndarray | None, rng: np.random.Generator | None = None
-) -> list[dict[str, Any]]:
+def _calendar_context(cal: np.ndarray | None, rng: np.random.Generator | None = None) -> list[dict[str, Any]]:
     """The fixed slots as the prompt's ``cal`` items; with ``rng`` one in ten unclassified
     (the product's commitments whose titles say nothing)."""
     if cal is None:
@@ -281,16 +265,13 @@ def _calendar_context(
     for t, a in enumerate(np.asarray(cal).tolist()):
         if a < spec.N_ACTIONS:
             action = None if rng is not None and rng.random() < 0.1 else spec.ACTIONS[a]
-            out.append(
-                {"day": t // spec.SLOTS_PER_DAY, "slot": t % spec.SLOTS_PER_DAY, "action": action}
-            )
+            out.append({"day": t // spec.SLOTS_PER_DAY, "slot": t % spec.SLOTS_PER_DAY, "action": action})
     return out
 
 
 def jsonable(obs: dict[str, Any], digits: int | None = 6) -> dict[str, Any]:
     """A view observation as a record keeps it (the keys the prompt reads; NaN as null;
     ``digits=None``: exact, so the record renders as the original does)."""
-
     def num(x: float) -> float | None:
         return (float(x) if digits is None else round(float(x), digits)) if np.isfinite(x) else None
 
@@ -306,7 +287,6 @@ def jsonable(obs: dict[str, Any], digits: int | None = 6) -> dict[str, Any]:
 
 def view_from_record(rec: dict[str, Any]) -> dict[str, Any]:
     """A stored view observation back as the renderer reads it (null as NaN)."""
-
     def arr(v) -> np.ndarray:
         return np.array([np.nan if x is None else x for x in v], dtype=np.float64)
 
@@ -321,9 +301,8 @@ def view_from_record(rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _record(
-    seed, condition, teacher, shape, views, context, answers, actions, env, info, filters
-) -> dict[str, Any]:
+def _record(seed, condition, teacher, shape, views, context, answers, actions, env, info,
+            filters) -> dict[str, Any]:
     grade = env.unwrapped.grade().to_dict()
     return {
         "format": FORMAT,
@@ -371,9 +350,7 @@ def teacher_week(seed: int, condition: str, shape: Shape, teacher: str = "bayes"
         fixed = cal is not None and cal[t] < spec.N_ACTIONS
         belief = None if b is None else [round(float(x), 4) for x in np.asarray(b).reshape(-1)]
         answers.append(None if fixed else {"action": int(a), "belief": belief})
-        step = (
-            int(a) if b is None else {"action": int(a), "belief": np.asarray(b, dtype=np.float64)}
-        )
+        step = int(a) if b is None else {"action": int(a), "belief": np.asarray(b, dtype=np.float64)}
         obs, _, _, _, info = env.step(step)
         if feedback:  # the applied action even where the agent did not see it (answers-only)
             items.append(_answer_item(t, a, int(obs["last_answer"]) == fb.ANSWER_ACCEPTED))
@@ -382,9 +359,7 @@ def teacher_week(seed: int, condition: str, shape: Shape, teacher: str = "bayes"
             actions.append(int(obs["last_action"]))
         views.append(obs)
     context = {"events": _calendar_context(cal), "feedback": items, "observe": shape.observe}
-    return _record(
-        seed, condition, teacher, shape, views, context, answers, actions, env, info, filters
-    )
+    return _record(seed, condition, teacher, shape, views, context, answers, actions, env, info, filters)
 
 
 def _history_week(profile, seed: int, k: int, shape: Shape, teacher: StreamTeacher) -> None:
@@ -431,10 +406,7 @@ def product_week(seed: int, condition: str, shape: Shape) -> dict[str, Any]:
         views.append(view)
         fixed = cal is not None and cal[t] < spec.N_ACTIONS
         if fixed or t < shape.start:
-            a, belief = (
-                int(cal[t]) if fixed else habit(obs["meters"], t % spec.SLOTS_PER_DAY, rng),
-                None,
-            )
+            a, belief = int(cal[t]) if fixed else habit(obs["meters"], t % spec.SLOTS_PER_DAY, rng), None
             answers.append(None)
         else:
             a, b = teacher.decide(o["meters"], t)
@@ -447,9 +419,7 @@ def product_week(seed: int, condition: str, shape: Shape) -> dict[str, Any]:
                 accepted = int(a) == rec
                 teacher.answer(view["meters"], t % spec.SLOTS_PER_DAY, rec, accepted)
                 feedback.append(_answer_item(t, rec, accepted))
-        obs, _, _, _, info = env.step(
-            int(a) if belief is None else {"action": int(a), "belief": belief}
-        )
+        obs, _, _, _, info = env.step(int(a) if belief is None else {"action": int(a), "belief": belief})
         actions.append(int(obs["last_action"]))
         stream.add(obs["meters"], int(obs["last_action"]))
     o, i = stream.observation(spec.EPISODE_STEPS)
@@ -458,9 +428,7 @@ def product_week(seed: int, condition: str, shape: Shape) -> dict[str, Any]:
     answers = answers[shape.start :]
     filters = filters[shape.start :]
     context = {"events": _calendar_context(cal, rng), "feedback": feedback, "observe": "noisy"}
-    return _record(
-        seed, condition, "bayes-stream", shape, views, context, answers, actions, env, info, filters
-    )
+    return _record(seed, condition, "bayes-stream", shape, views, context, answers, actions, env, info, filters)
 
 
 def _answer_item(t: int, action: int, accepted: bool) -> dict[str, Any]:

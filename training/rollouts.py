@@ -120,13 +120,8 @@ def play_episode(
     }
 
 
-def shaped_week(
-    seed: int,
-    teacher: str,
-    condition: str,
-    shares: tuple[float, float, float, float],
-    world_teacher: str = "bayes-robust",
-) -> dict[str, Any]:
+def shaped_week(seed: int, teacher: str, condition: str, shares: tuple[float, float, float, float],
+                world_teacher: str = "bayes-robust") -> dict[str, Any]:
     """One week of ``--shaped`` data: its shape drawn from the seed (``shares``: product,
     calendar, feedback, world), then played and labelled."""
     from training.realshape import draw_week_shape, product_week, teacher_week
@@ -134,19 +129,13 @@ def shaped_week(
     shape = draw_week_shape(seed, *shares)
     if shape.kind == "product":
         return product_week(seed, condition, shape)
-    return teacher_week(
-        seed, condition, shape, teacher if shape.world == "nominal" else world_teacher
-    )
+    return teacher_week(seed, condition, shape, teacher if shape.world == "nominal" else world_teacher)
 
 
-def _shaped_worker(
-    job: tuple[list[int], str, str, tuple[float, float, float, float], str],
-) -> list[str]:
+def _shaped_worker(job: tuple[list[int], str, str, tuple[float, float, float, float], str]) -> list[str]:
     seeds, teacher, condition, shares, world_teacher = job
-    return [
-        json.dumps(shaped_week(s, teacher, condition, shares, world_teacher), separators=(",", ":"))
-        for s in seeds
-    ]
+    return [json.dumps(shaped_week(s, teacher, condition, shares, world_teacher), separators=(",", ":"))
+            for s in seeds]
 
 
 def _worker(job: tuple[list[int], str, str, str]) -> list[str]:
@@ -173,32 +162,21 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     if args.shaped:
         if args.profile:
             raise ValueError("--shaped draws a person per week; --profile is for teacher weeks")
-        worker, jobs = (
-            _shaped_worker,
-            [
-                (
-                    seeds[i : i + chunk],
-                    args.teacher,
-                    args.condition,
-                    (
-                        args.product_share,
-                        args.calendar_share,
-                        args.feedback_share,
-                        args.world_share,
-                    ),
-                    args.world_teacher,
-                )
-                for i in range(0, len(seeds), chunk)
-            ],
-        )
+        worker, jobs = _shaped_worker, [
+            (
+                seeds[i : i + chunk],
+                args.teacher,
+                args.condition,
+                (args.product_share, args.calendar_share, args.feedback_share, args.world_share),
+                args.world_teacher,
+            )
+            for i in range(0, len(seeds), chunk)
+        ]
     else:
-        worker, jobs = (
-            _worker,
-            [
-                (seeds[i : i + chunk], args.teacher, args.condition, args.profile)
-                for i in range(0, len(seeds), chunk)
-            ],
-        )
+        worker, jobs = _worker, [
+            (seeds[i : i + chunk], args.teacher, args.condition, args.profile)
+            for i in range(0, len(seeds), chunk)
+        ]
     t0 = time.time()
     done, scores, maes = write_weeks(
         path, worker, jobs, args.workers, "grade", lambda n: progress("rollouts", n, len(seeds))

@@ -133,8 +133,7 @@ def shaped(rec: dict[str, Any]) -> dict[str, Any]:
         "views": rec["observations"],
         "context": {"events": [], "feedback": [], "observe": "clean"},
         "answers": [
-            {"action": int(a), "belief": b}
-            for a, b in zip(rec["actions"], rec["beliefs"], strict=True)
+            {"action": int(a), "belief": b} for a, b in zip(rec["actions"], rec["beliefs"], strict=True)
         ],
     }
 
@@ -143,9 +142,7 @@ def filter_context(rec: dict[str, Any]) -> dict[int, list[float]]:
     """A shaped week's filter beliefs as the v4 context's ``filters`` (step -> six numbers;
     the record's ``filters`` start at its first view's step)."""
     if rec.get("filters") is None:
-        raise ValueError(
-            f"week {rec.get('seed')} has no filter beliefs (made before prompt format v4)"
-        )
+        raise ValueError(f"week {rec.get('seed')} has no filter beliefs (made before prompt format v4)")
     t0 = int(rec["views"][0]["t"])
     return {t0 + i: f for i, f in enumerate(rec["filters"])}
 
@@ -154,9 +151,7 @@ def week_context(rec: dict[str, Any], fmt: str) -> dict[str, Any]:
     """A shaped week's prompt context in a stream format: v4 adds the filter's beliefs."""
     from agent.prompting import FORMAT_V4
 
-    return (
-        {**rec["context"], "filters": filter_context(rec)} if fmt == FORMAT_V4 else rec["context"]
-    )
+    return {**rec["context"], "filters": filter_context(rec)} if fmt == FORMAT_V4 else rec["context"]
 
 
 def week_prompt(rec: dict[str, Any], k: int, fmt: str) -> tuple[str, int | None]:
@@ -170,10 +165,6 @@ def week_prompt(rec: dict[str, Any], k: int, fmt: str) -> tuple[str, int | None]
         w = shaped(rec)
         views = [view_from_record(v) for v in w["views"][: k + 1]]
         ans = w["answers"][k]
-        return render_compact(views, week_context(w, fmt), fmt=fmt), None if ans is None else int(
-            ans["action"]
-        )
+        return render_compact(views, week_context(w, fmt), fmt=fmt), None if ans is None else int(ans["action"])
     beliefs = [None if b is None else tuple(b) for b in rec["beliefs"][:k]]
-    return render_compact(rec["observations"][: k + 1], None, beliefs, fmt=fmt), int(
-        rec["actions"][k]
-    )
+    return render_compact(rec["observations"][: k + 1], None, beliefs, fmt=fmt), int(rec["actions"][k])

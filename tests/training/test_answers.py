@@ -32,11 +32,7 @@ def _prompts(seeds=(11, 12, 13)) -> list[str]:
 def _pick(path: Path, prompt: str) -> str:
     from agent.runtime import LlamaCppModel
 
-    parsed = parse_output(
-        LlamaCppModel(path, n_ctx=2048, n_threads=1).complete(
-            prompt, grammar=OUTPUT_GBNF, max_tokens=24
-        )
-    )
+    parsed = parse_output(LlamaCppModel(path, n_ctx=2048, n_threads=1).complete(prompt, grammar=OUTPUT_GBNF, max_tokens=24))
     assert parsed.valid
     return parsed.action
 

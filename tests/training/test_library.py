@@ -82,13 +82,9 @@ def test_the_evaluation_report_keeps_the_sections_other_scripts_wrote(tmp_path):
 
     md = tmp_path / "results.md"
     assert keep_sections(md, "# Results\n\nnew table\n") == "# Results\n\nnew table\n"
-    md.write_text(
-        "# Results\n\nold table\n\n## Weeks with a calendar\n\nrows\n\n## Worlds\n\nmore\n"
-    )
+    md.write_text("# Results\n\nold table\n\n## Weeks with a calendar\n\nrows\n\n## Worlds\n\nmore\n")
     out = keep_sections(md, "# Results\n\nnew table\n")
-    assert (
-        out == "# Results\n\nnew table\n\n## Weeks with a calendar\n\nrows\n\n## Worlds\n\nmore\n"
-    )
+    assert out == "# Results\n\nnew table\n\n## Weeks with a calendar\n\nrows\n\n## Worlds\n\nmore\n"
     md.write_text("# Results\n\nold table only\n")
     assert keep_sections(md, "# Results\n\nnew\n") == "# Results\n\nnew\n"
 
@@ -101,39 +97,21 @@ def test_the_model_card_describes_every_rollouts_stage_the_dataset_joined(tmp_pa
     old, new, root = tmp_path / "old", tmp_path / "new", tmp_path / "run"
     for folder, args in (
         (old, {"episodes": 2000, "shaped": True, "product_share": 0.6, "calendar_share": 0.5}),
-        (
-            new,
-            {
-                "episodes": 2000,
-                "shaped": True,
-                "product_share": 0.5,
-                "calendar_share": 0.5,
-                "feedback_share": 0.3,
-                "world_share": 0.2,
-                "world_teacher": "bayes-robust",
-            },
-        ),
+        (new, {"episodes": 2000, "shaped": True, "product_share": 0.5, "calendar_share": 0.5,
+               "feedback_share": 0.3, "world_share": 0.2, "world_teacher": "bayes-robust"}),
     ):
         folder.mkdir()
         (folder / "args.json").write_text(json.dumps(args))
     (root / "dataset").mkdir(parents=True)
     (root / "dataset" / "args.json").write_text(
-        json.dumps({"rollouts": [str(old / "rollouts.jsonl"), str(new / "rollouts.jsonl")]})
-    )
+        json.dumps({"rollouts": [str(old / "rollouts.jsonl"), str(new / "rollouts.jsonl")]}))
     text = _data_summary(root, {"data_stats": {"episodes": 4000}})
     # product-shaped: (2000 * 0.6 + 2000 * 0.5 * 0.5) / 4000 = 42.5%; feedback 15%; worlds 10%
     assert text.startswith("4000 weeks") and "32% the simulator protocol's clean" in text
     assert "42% shaped like the product's" in text or "43% shaped like the product's" in text
-    assert (
-        "15% the simulator's feedback mode" in text
-        and "10% clean weeks in misspecified worlds" in text
-    )
+    assert "15% the simulator's feedback mode" in text and "10% clean weeks in misspecified worlds" in text
     assert "`bayes-robust`" in text
     # teacher weeks only: the plain line
     (new / "args.json").write_text(json.dumps({"episodes": 10}))
-    (root / "dataset" / "args.json").write_text(
-        json.dumps({"rollouts": [str(new / "rollouts.jsonl")]})
-    )
-    assert "weeks of the Bayesian teacher (`bayes`)" in _data_summary(
-        root, {"data_stats": {"episodes": 10}}
-    )
+    (root / "dataset" / "args.json").write_text(json.dumps({"rollouts": [str(new / "rollouts.jsonl")]}))
+    assert "weeks of the Bayesian teacher (`bayes`)" in _data_summary(root, {"data_stats": {"episodes": 10}})

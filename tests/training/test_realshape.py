@@ -31,16 +31,8 @@ ML = all(importlib.util.find_spec(m) for m in ("torch", "transformers", "tokeniz
 needs_ml = pytest.mark.skipif(not ML, reason="needs the ml extra")
 
 PRODUCT = Shape(
-    kind="product",
-    calendar=True,
-    missing_share=0.45,
-    missing_run=3.0,
-    meter_missing=0.1,
-    unknown_share=0.75,
-    follow=0.5,
-    history_weeks=1,
-    start=0,
-    noise_sd=REAL_NOISE_SD,
+    kind="product", calendar=True, missing_share=0.45, missing_run=3.0, meter_missing=0.1,
+    unknown_share=0.75, follow=0.5, history_weeks=1, start=0, noise_sd=REAL_NOISE_SD,
 )
 
 
@@ -48,9 +40,7 @@ PRODUCT = Shape(
 def weeks():
     return {
         "product": product_week(101, "in-dist", PRODUCT),
-        "late": product_week(
-            102, "in-dist", Shape(**{**PRODUCT.__dict__, "start": 9, "calendar": False})
-        ),
+        "late": product_week(102, "in-dist", Shape(**{**PRODUCT.__dict__, "start": 9, "calendar": False})),
         "clean": teacher_week(103, "in-dist", Shape(calendar=True)),
     }
 
@@ -132,9 +122,7 @@ def test_a_product_week_shows_gaps_and_unknowns_and_labels_the_free_slots(weeks)
 
 def test_a_mid_week_start_shows_and_labels_the_week_from_there(weeks):
     rec = weeks["late"]
-    assert (
-        rec["views"][0]["t"] == 9 and len(rec["views"]) == 29 - 9 and len(rec["answers"]) == 28 - 9
-    )
+    assert rec["views"][0]["t"] == 9 and len(rec["views"]) == 29 - 9 and len(rec["answers"]) == 28 - 9
     prompt, action = week_prompt(rec, 0, FORMAT_V3)
     assert prompt.startswith("rhythm v3\nobs noisy\nday 2\nm ") and prompt.endswith("\nafternoon:")
     assert action == rec["answers"][0]["action"]
@@ -143,17 +131,12 @@ def test_a_mid_week_start_shows_and_labels_the_week_from_there(weeks):
 def test_a_clean_week_is_the_protocol_s_and_fixed_slots_have_no_target(weeks):
     rec = weeks["clean"]
     assert rec["context"]["observe"] == "clean"
-    assert all(
-        None not in v["meters"] and v["last_action"] < spec.N_ACTIONS for v in rec["views"][1:]
-    )
+    assert all(None not in v["meters"] and v["last_action"] < spec.N_ACTIONS for v in rec["views"][1:])
     fixed = {e["day"] * 4 + e["slot"] for e in rec["context"]["events"]}
     assert fixed and all((a is None) == (t in fixed) for t, a in enumerate(rec["answers"]))
     # a fixed slot did the commitment
-    assert all(
-        rec["views"][t + 1]["last_action"] == spec.ACTIONS.index(e["action"])
-        for e in rec["context"]["events"]
-        for t in [e["day"] * 4 + e["slot"]]
-    )
+    assert all(rec["views"][t + 1]["last_action"] == spec.ACTIONS.index(e["action"])
+               for e in rec["context"]["events"] for t in [e["day"] * 4 + e["slot"]])
 
 
 def test_old_teacher_weeks_read_as_clean_shaped_weeks():
@@ -165,10 +148,7 @@ def test_old_teacher_weeks_read_as_clean_shaped_weeks():
     assert w["context"]["observe"] == "clean" and len(w["answers"]) == 28
     assert [a["action"] for a in w["answers"]] == rec["actions"]
     prompt, action = week_prompt(rec, 3, FORMAT_V3)
-    assert (
-        action == rec["actions"][3]
-        and prompt.count("\nmorning:") + prompt.count("\nafternoon:") >= 2
-    )
+    assert action == rec["actions"][3] and prompt.count("\nmorning:") + prompt.count("\nafternoon:") >= 2
 
 
 def test_product_views_render_what_the_product_prompt_would(weeks):
@@ -194,14 +174,10 @@ def test_v3_training_sequence_computes_each_step_s_prompt(weeks, fmt):
     from training.tokens import EOS
 
     recs = list(weeks.values())
-    tok = train_tokenizer(
-        [v3_text(r, fmt)[0] + "\n".join(a for a in v3_text(r, fmt)[1] if a) for r in recs], 600
-    )
+    tok = train_tokenizer([v3_text(r, fmt)[0] + "\n".join(a for a in v3_text(r, fmt)[1] if a) for r in recs], 600)
     eos = tok.token_to_id(EOS)
     torch.manual_seed(0)
-    model = build_model(
-        Args(layers=2, hidden=64, ffn=128, heads=2, kv_heads=2), tok.get_vocab_size(), eos
-    ).eval()
+    model = build_model(Args(layers=2, hidden=64, ffn=128, heads=2, kv_heads=2), tok.get_vocab_size(), eos).eval()
     for rec in (weeks["product"], weeks["late"]):
         text, answers = v3_text(rec, fmt)
         ids, mask, hide = encode_inserted(tok, text, answers)
@@ -209,11 +185,8 @@ def test_v3_training_sequence_computes_each_step_s_prompt(weeks, fmt):
         starts = [i for i in range(1, len(mask)) if mask[i] and not mask[i - 1]]
         assert len(starts) == len(targets)
         with torch.no_grad():
-            hidden = model.lm_head(
-                forward_hidden(
-                    model, torch.tensor(ids[None]).long(), torch.tensor(hide[None].astype(np.int64))
-                )
-            )[0]
+            hidden = model.lm_head(forward_hidden(model, torch.tensor(ids[None]).long(),
+                                                  torch.tensor(hide[None].astype(np.int64))))[0]
             for k, s in list(zip(targets, starts, strict=True))[:: max(1, len(targets) // 5)]:
                 prompt, action = week_prompt(rec, k, fmt)
                 p_ids = [eos, *tok.encode(prompt).ids]
@@ -232,25 +205,19 @@ def test_week_shapes_without_feedback_or_world_shares_are_the_earlier_data_s():
 
 
 def test_week_shapes_mix_feedback_and_world_weeks_in_their_shares():
-    shapes = [
-        draw_week_shape(s, 0.6, 0.5, feedback_share=0.3, world_share=0.2) for s in range(2000)
-    ]
+    shapes = [draw_week_shape(s, 0.6, 0.5, feedback_share=0.3, world_share=0.2) for s in range(2000)]
     fb = [s for s in shapes if s.kind == "feedback"]
     worlds = [s for s in shapes if s.world != "nominal"]
     assert abs(len(fb) / 2000 - 0.3) < 0.04 and abs(len(worlds) / 2000 - 0.2) < 0.04
     assert {s.observe for s in fb} == {"noisy", "answers-only", "clean"}
-    assert all(s.kind == "clean" for s in worlds) and {s.world for s in worlds} == set(
-        TRAINING_WORLDS
-    )
+    assert all(s.kind == "clean" for s in worlds) and {s.world for s in worlds} == set(TRAINING_WORLDS)
     # product weeks answer some, all or none of the recommendations
     assert {s.answered for s in shapes if s.kind == "product"} == {0.0, 0.3, 0.7, 1.0}
 
 
 @pytest.mark.parametrize("observe", ["noisy", "answers-only"])
 def test_a_feedback_week_shows_each_answer_after_its_step_and_only_what_was_observed(observe):
-    rec = json.loads(
-        json.dumps(teacher_week(11, "in-dist", Shape(kind="feedback", observe=observe)))
-    )
+    rec = json.loads(json.dumps(teacher_week(11, "in-dist", Shape(kind="feedback", observe=observe))))
     assert rec["context"]["observe"] == observe and len(rec["views"]) == 29
     assert all(a is not None for a in rec["answers"])  # the teacher recommends every step
     items = rec["context"]["feedback"]
@@ -332,9 +299,7 @@ def test_the_v4_student_s_filter_reads_the_week_as_the_teacher_s_did(observe):
     assert len(model.prompts) == 28
     shown = [x for x in model.prompts[-1].splitlines() if x.startswith("b ")]
     assert [x.split(" m ")[0] for x in shown] == [filter_line(f) for f in rec["filters"]]
-    assert observe != "answers-only" or all(
-        " m " in x for x in shown
-    )  # no meter shown: all estimated
+    assert observe != "answers-only" or all(" m " in x for x in shown)  # no meter shown: all estimated
     # and the training text of that week is what the student read, step by step
     assert week_prompt(rec, 27, FORMAT_V4)[0] == model.prompts[-1]
 

@@ -200,9 +200,7 @@ def test_every_stage_on_the_smoke_budget(tmp_path):
 
     out = tmp_path / "smoke"
     seen: set[str] = set()
-    summary = pipeline.main(
-        pipeline.Args(budget="smoke", out=str(out)), lambda s, d, t: seen.add(s)
-    )
+    summary = pipeline.main(pipeline.Args(budget="smoke", out=str(out)), lambda s, d, t: seen.add(s))
     assert {"rollouts", "dataset", "sft", "refine", "export", "evaluate"} <= seen
     assert not {"dagger", "read", "probe"} & seen
 
@@ -718,11 +716,7 @@ def test_batches_are_cut_to_a_few_shapes_and_keep_every_target():
     width = 7 * LENGTH_BUCKET + 5
     lengths = rng.integers(20, width + 1, size=40).astype(np.int32)
     lengths[0] = width
-    split = {
-        "ids": np.zeros((40, width), np.int32),
-        "mask": np.zeros((40, width), np.uint8),
-        "lengths": lengths,
-    }
+    split = {"ids": np.zeros((40, width), np.int32), "mask": np.zeros((40, width), np.uint8), "lengths": lengths}
     for r, n in enumerate(lengths):
         split["ids"][r, :n] = rng.integers(1, 100, size=n)
         split["mask"][r, :n] = rng.random(n) < 0.3
