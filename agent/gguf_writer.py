@@ -272,3 +272,42 @@ def _expected(config: LlamaConfig) -> set[str]:
     for i in range(config.num_hidden_layers):
         names.update(f"blk.{i}.{n}" for n in _LAYER_NAMES.values())
     return names
+
+
+def with_metadata(src: str | Path, dst: str | Path, metadata: Mapping[str, str]) -> Path:
+    """Copy the GGUF ``src`` to ``dst`` with the string keys ``metadata`` set (added, or
+    replacing a key of that name); every other key and every tensor (quantized or not) is
+    copied as stored, byte for byte. Returns ``dst``."""
+    import gguf
+
+    src, dst = Path(src), Path(dst)
+    if src.resolve() == dst.resolve():
+        raise ValueError("with_metadata writes a new file: dst must not be src")
+    reader = gguf.GGUFReader(str(src))
+    arch_field = reader.fields.get(gguf.Keys.General.ARCHITECTURE)
+    if arch_field is None:
+        raise ValueError(f"{src} has no {gguf.Keys.General.ARCHITECTURE}")
+    arch = bytes(arch_field.parts[-1]).decode()
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    writer = gguf.GGUFWriter(str(dst), arch, endianess=reader.endianess)
+    new = {str(k): str(v) for k, v in metadata.items()}
+    for field in reader.fields.values():
+        # the writer adds the architecture itself; GGUF.* are the reader's virtual fields
+        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
+            continue
+        if field.name in new:
+            continue
+        kind = field.types[0]
+        sub = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(field.name, field.contents(), kind, sub_type=sub)
+    for key, value in new.items():
+        writer.add_string(key, value)
+    for t in reader.tensors:
+        writer.add_tensor_info(t.name, t.data.shape, t.data.dtype, t.data.nbytes, t.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for t in reader.tensors:
+        writer.write_tensor_data(t.data, tensor_endianess=reader.endianess)
+    writer.close()
+    return dst

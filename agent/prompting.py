@@ -87,6 +87,7 @@ is fixed by :data:`OUTPUT_GBNF`, not by the prompt.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import unicodedata
@@ -119,6 +120,12 @@ PROMPT_FORMATS = (FORMAT_VERSION, FORMAT_V2, FORMAT_V3, FORMAT_V4)
 #: Formats of the product's shape (``?`` for unknowns, fixed slots and answers in the stream).
 STREAM_FORMATS = (FORMAT_V3, FORMAT_V4)
 GGUF_FORMAT_KEY = "rhythm.prompt_format"
+#: GGUF key of a student's action bias (``training.calibrate``): a JSON object of logit
+#: offsets by action name, added to each action's first token when the answer starts
+#: (:func:`parse_action_bias`; ``agent.runtime.LlamaCppModel`` applies it).
+GGUF_ACTION_BIAS_KEY = "rhythm.action_bias"
+#: Largest action bias accepted, in logits (a calibration moves priors, it does not veto).
+MAX_ACTION_BIAS = 5.0
 #: Longest calendar title / free-text field kept, in characters (after sanitising).
 MAX_TEXT_CHARS = 48
 #: At most this many calendar events and feedback items are rendered (the first / the last).
@@ -835,3 +842,33 @@ def render_chat(
         {"role": "system", "content": CHAT_SYSTEM},
         {"role": "user", "content": "\n\n".join(parts)},
     ]
+
+
+def parse_action_bias(text: str) -> dict[str, float]:
+    """The action bias stored under :data:`GGUF_ACTION_BIAS_KEY`: a JSON object mapping
+    action names to finite logit offsets of at most :data:`MAX_ACTION_BIAS` in size
+    (actions left out get 0). ValueError, saying what, for anything else."""
+    try:
+        raw = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"action bias is not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ValueError("action bias must be a JSON object of action: offset")
+    out: dict[str, float] = {}
+    for name, value in raw.items():
+        if name not in _ACTION_IDS:
+            raise ValueError(f"action bias names an unknown action {name!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"action bias of {name} is not a number: {value!r}")
+        v = float(value)
+        if not math.isfinite(v) or abs(v) > MAX_ACTION_BIAS:
+            raise ValueError(f"action bias of {name} must be finite and at most {MAX_ACTION_BIAS:g} in size, got {value!r}")
+        out[name] = v
+    return out
+
+
+def format_action_bias(bias: Mapping[str, float]) -> str:
+    """The JSON text :func:`parse_action_bias` reads (actions in spec order, 4 decimals)."""
+    text = json.dumps({a: round(float(bias[a]), 4) for a in spec.ACTIONS if a in bias}, separators=(",", ":"))
+    parse_action_bias(text)  # refuses what it would refuse on load
+    return text

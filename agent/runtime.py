@@ -4,7 +4,9 @@
   where ``prompt`` is plain text or chat messages (``[{"role", "content"}]``).
 - :class:`LlamaCppModel` runs any local GGUF through llama-cpp-python; nothing happens until
   the first ``complete()``, which opens the file. Greedy decoding (temperature 0), so the
-  same prompt gives the same answer; a GBNF grammar constrains the output.
+  same prompt gives the same answer; a GBNF grammar constrains the output. A GGUF that
+  carries an action bias (``rhythm.action_bias``, ``training.calibrate``) has it added to
+  the actions' first tokens at the start of every answer.
 - :class:`ScriptedModel` returns scripted outputs and records every call (tests).
 - :func:`load_model` is the factory the app uses with ``Settings.model_path``
   (``RHYTHM_MODEL_PATH``).
@@ -71,6 +73,7 @@ class LlamaCppModel:
         self._llm: Any = None
         self._grammars: dict[str, Any] = {}
         self._median: Any = None  # logits processor; False when the vocabulary has none
+        self._bias: Any = None  # (token ids, offsets) of the action bias; False when none
 
     @property
     def loaded(self) -> bool:
@@ -139,6 +142,51 @@ class LlamaCppModel:
         self._median = _import_llama_cpp().LogitsProcessorList([processor])
         return self._median
 
+    def action_bias(self) -> dict[str, float]:
+        """The action bias the GGUF carries (key ``rhythm.action_bias``, written by
+        ``training.calibrate``): logit offsets by action name, added to each action's first
+        token at the first token of every completion; {} when it carries none. ModelError
+        when the key is malformed or the vocabulary does not start each action with its own
+        token (the bias could not be told apart)."""
+        from agent.prompting import GGUF_ACTION_BIAS_KEY, parse_action_bias
+
+        llm = self._load()
+        text = (getattr(llm, "metadata", None) or {}).get(GGUF_ACTION_BIAS_KEY)
+        if text is None:
+            return {}
+        try:
+            return parse_action_bias(text)
+        except ValueError as exc:
+            raise ModelError(f"{self.path.name}: {exc}") from None
+
+    def _bias_ids(self) -> tuple[np.ndarray, np.ndarray] | None:
+        if self._bias is None:
+            bias = self.action_bias()
+            self._bias = False
+            if bias:
+                llm = self._load()
+                ids = {a: llm.tokenize(a.encode("utf-8"), add_bos=False, special=False)[0] for a in bias}
+                if len(set(ids.values())) != len(ids):
+                    raise ModelError(f"{self.path.name}: action bias needs each action to start with its own token")
+                self._bias = (np.array(list(ids.values())), np.array([bias[a] for a in ids], dtype=np.float32))
+        return self._bias or None
+
+    def _first_token_bias(self) -> Any:
+        """A fresh logits processor adding the action bias at the completion's first token."""
+        bias = self._bias_ids()
+        if bias is None:
+            return None
+        ids, offsets = bias
+        pending = [True]
+
+        def processor(input_ids: Any, logits: Any) -> Any:
+            if pending[0]:
+                pending[0] = False
+                logits[ids] += offsets
+            return logits
+
+        return processor
+
     def complete(
         self,
         prompt: Prompt,
@@ -158,10 +206,16 @@ class LlamaCppModel:
             repeat_penalty=1.0,
             grammar=g,
         )
+        processors = []
+        first = self._first_token_bias()
+        if first is not None:
+            processors.append(first)
         if belief_median and isinstance(prompt, str):
             processor = self._median_processor()
             if processor is not None:
-                options["logits_processor"] = processor
+                processors.extend(processor)
+        if processors:
+            options["logits_processor"] = _import_llama_cpp().LogitsProcessorList(processors)
         try:
             if isinstance(prompt, str):
                 out = llm.create_completion(prompt, **options)
@@ -196,6 +250,7 @@ class LlamaCppModel:
                 close()
             self._llm = None
             self._median = None
+            self._bias = None
 
     def __repr__(self) -> str:
         state = "loaded" if self.loaded else "not loaded"

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from training.common import Progress, no_progress, quiet_libraries, seed_everything
+from training.checkpoints import gguf_prompt_format, load_gguf_student
+from training.common import Progress, no_progress, seed_everything
 from training.tokens import EOS
 
 
@@ -44,27 +45,6 @@ class RefineSettings:
     minutes: float = 10.0
     threads: int = 1  # measured: 2 threads were 4x slower on a busy 2-core machine
     seed: int = 0
-
-
-def gguf_prompt_format(path: Path) -> str | None:
-    from gguf import GGUFReader
-
-    from agent.prompting import GGUF_FORMAT_KEY
-
-    field = GGUFReader(str(path)).fields.get(GGUF_FORMAT_KEY)
-    return None if field is None else bytes(field.parts[-1]).decode()
-
-
-def load_gguf_student(path: Path):
-    """(model, tokenizer) of a student GGUF: ``LlamaForCausalLM`` with dequantized weights
-    and a ``tokenizers.Tokenizer`` built from the GGUF's vocabulary."""
-    from transformers import AutoTokenizer, LlamaForCausalLM
-
-    quiet_libraries()
-    path = Path(path)
-    model = LlamaForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)
-    tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name).backend_tokenizer
-    return model, tok
 
 
 def encode_example(tok, ex: Example) -> tuple[np.ndarray, np.ndarray]:

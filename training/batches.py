@@ -199,3 +199,25 @@ def action_errors(
         wrong = rows[first][logits[first].argmax(-1) != targets[first]]
         errors += np.bincount(wrong.cpu().numpy(), minlength=len(idx))
     return errors
+
+
+def action_logits(
+    model, split, idx: np.ndarray, action_ids: np.ndarray, batch_size: int, device: str = "cpu"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Teacher-forced scores of every decision in episodes ``idx``: ``(rows, logits,
+    targets)``, one entry per answer's first token (the action): its episode (a position in
+    ``idx``), the logits of the tokens ``action_ids`` (one per action, in action order) and
+    the teacher's token (training.calibrate fits the action bias on them)."""
+    import torch
+
+    rows_out, logits_out, targets_out = [], [], []
+    cols = torch.as_tensor(np.asarray(action_ids, dtype=np.int64))
+    for rows, logits, targets, first in _scored_batches(
+        model, split, np.asarray(idx), batch_size, False, device
+    ):
+        rows_out.append(rows[first].cpu().numpy())
+        logits_out.append(logits[first][:, cols].cpu().numpy())
+        targets_out.append(targets[first].cpu().numpy())
+    if not rows_out:
+        return np.zeros(0, np.int64), np.zeros((0, len(cols)), np.float32), np.zeros(0, np.int64)
+    return np.concatenate(rows_out), np.concatenate(logits_out), np.concatenate(targets_out)

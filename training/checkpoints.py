@@ -2,8 +2,12 @@
 ``checkpoint.json``) read back: the prompt format it was trained on, the PyTorch model (a
 LoRA adapter merged in when given), and the model written as an f32 GGUF for llama.cpp.
 
+A shipped student GGUF read back into PyTorch (:func:`load_gguf_student`, with its prompt
+format :func:`gguf_prompt_format`): what per-person refinement (training/answers.py) and the
+action bias (training/calibrate.py) start from.
+
 Used by training/export.py, training/dagger.py (the student plays under llama.cpp),
-training/student.py and training/pipeline.py.
+training/student.py, training/pipeline.py, training/answers.py and training/calibrate.py.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from training.common import quiet_libraries
 from training.tokens import EOS, load_tokenizer
 
 
@@ -53,3 +58,25 @@ def write_gguf(model, tokenizer_path: Path, path: Path, prompt_format: str = "rh
     return write_llama_gguf(
         path, config, tensors, tok, dtype="f32", metadata={GGUF_FORMAT_KEY: prompt_format}
     )
+
+
+def gguf_prompt_format(path: Path) -> str | None:
+    """The prompt format a student GGUF says it reads (``rhythm.prompt_format``), or None."""
+    from gguf import GGUFReader
+
+    from agent.prompting import GGUF_FORMAT_KEY
+
+    field = GGUFReader(str(path)).fields.get(GGUF_FORMAT_KEY)
+    return None if field is None else bytes(field.parts[-1]).decode()
+
+
+def load_gguf_student(path: Path):
+    """(model, tokenizer) of a student GGUF: ``LlamaForCausalLM`` with dequantized weights
+    and a ``tokenizers.Tokenizer`` built from the GGUF's vocabulary."""
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    quiet_libraries()
+    path = Path(path)
+    model = LlamaForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)
+    tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name).backend_tokenizer
+    return model, tok

@@ -228,6 +228,19 @@ def export_cmd(
     _run("export", sets, json_out, checkpoint=checkpoint, data=data, out=out)
 
 
+@app.command("calibrate")
+def calibrate_cmd(
+    model: str = typer.Option(None, "--model", help="Student GGUF to calibrate."),
+    data: str = typer.Option(None, "--data", help="Dataset of teacher weeks it was not trained on."),
+    out: str = typer.Option(None, "--out", help="Output folder."),
+    sets: list[str] = _SET,
+    json_out: bool = _JSON,
+) -> None:
+    """Stage 5b: an action bias in the GGUF so each action is chosen about as often as the
+    teacher chooses it (fitted and judged on held-out teacher weeks)."""
+    _run("calibrate", sets, json_out, model=model, data=data, out=out)
+
+
 @app.command("evaluate")
 def evaluate_cmd(
     students: list[str] = typer.Option(

@@ -298,3 +298,82 @@ def test_general_instruct_model_answers_validly_in_chat_form():
     # The control: without the grammar the same model does not answer in the format.
     assert not parse_output(model.complete(policy.last_prompt, max_tokens=20)).valid
     model.close()
+
+
+# --- the action bias (training.calibrate) ----------------------------------------------------
+
+
+def test_action_bias_round_trips_and_refuses_what_it_cannot_apply():
+    from agent.prompting import MAX_ACTION_BIAS, format_action_bias, parse_action_bias
+
+    text = format_action_bias({"LEARN": -0.31234, "DEEP_WORK": 0.2})
+    assert text == '{"DEEP_WORK":0.2,"LEARN":-0.3123}'  # spec order, 4 decimals
+    assert parse_action_bias(text) == {"DEEP_WORK": 0.2, "LEARN": -0.3123}
+    assert parse_action_bias("{}") == {}
+    for bad, match in [
+        ("[1, 2]", "JSON object"),
+        ("{not json", "not JSON"),
+        ('{"NAP": 0.1}', "unknown action 'NAP'"),
+        ('{"LEARN": "0.1"}', "not a number"),
+        ('{"LEARN": true}', "not a number"),
+        ('{"LEARN": NaN}', "finite"),
+        (f'{{"LEARN": {MAX_ACTION_BIAS + 0.5}}}', "at most"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            parse_action_bias(bad)
+    with pytest.raises(ValueError, match="finite"):
+        format_action_bias({"SLEEP": float("inf")})
+
+
+@pytest.mark.ml
+@needs_llama_cpp
+def test_action_bias_in_the_gguf_moves_the_students_choice(tmp_path):
+    """A copy of the shipped real-days student with an action bias in its metadata: its
+    weights are the same bytes; a zero bias answers exactly as the original; a large negative
+    offset on the action it picks makes it pick another (the rest of the answer still
+    valid); a large positive offset on an action makes that the pick; a malformed bias is
+    a ModelError on the first answer, naming the file."""
+    import gguf
+
+    import rhythm
+    from agent.gguf_writer import with_metadata
+    from agent.prompting import GGUF_ACTION_BIAS_KEY, format_action_bias
+
+    shipped = Path(rhythm.__file__).parent / "models" / "student-real-q8_0.gguf"
+
+    def biased(name, bias):
+        text = bias if isinstance(bias, str) else format_action_bias(bias)
+        return LlamaCppModel(with_metadata(shipped, tmp_path / name, {GGUF_ACTION_BIAS_KEY: text}))
+
+    zero = biased("zero.gguf", {a: 0.0 for a in spec.ACTIONS})
+    src, copy = gguf.GGUFReader(str(shipped)), gguf.GGUFReader(str(tmp_path / "zero.gguf"))
+    assert [t.name for t in src.tensors] == [t.name for t in copy.tensors]
+    assert all(np.array_equal(a.data, b.data) for a, b in zip(src.tensors, copy.tensors, strict=True))
+    plain = LlamaCppModel(shipped)
+    assert plain.action_bias() == {}
+
+    env = RhythmEnv()
+    prompts = []
+    for seed in (1, 2, 3):
+        o, _ = env.reset(seed=seed)
+        history = [o]
+        for _ in range(5):
+            prompts.append(render_compact(history, None, [], fmt="rhythm v4"))
+            o, *_ = env.step({"action": 0, "belief": (0.5, 0.5, 0.5)})
+            history.append(o)
+    picks = [parse_output(plain.complete(p, grammar=OUTPUT_GBNF, max_tokens=24)) for p in prompts]
+    assert all(p.valid for p in picks)
+    assert [zero.complete(p, grammar=OUTPUT_GBNF, max_tokens=24) for p in prompts[:4]] == [
+        plain.complete(p, grammar=OUTPUT_GBNF, max_tokens=24) for p in prompts[:4]
+    ]
+    chosen = picks[0].action
+    away = biased("away.gguf", {chosen: -5.0})
+    assert away.action_bias() == {chosen: -5.0}
+    moved = [parse_output(away.complete(p, grammar=OUTPUT_GBNF, max_tokens=24)) for p in prompts]
+    assert all(m.valid and m.action != chosen for m in moved)
+    towards = biased("towards.gguf", {"BINGE_WATCH": 5.0})
+    drawn = [parse_output(towards.complete(p, grammar=OUTPUT_GBNF, max_tokens=24)) for p in prompts]
+    assert sum(d.action == "BINGE_WATCH" for d in drawn) > sum(p.action == "BINGE_WATCH" for p in picks)
+    broken = biased("broken.gguf", '{"NAP": 1}')
+    with pytest.raises(ModelError, match="broken.gguf: action bias names an unknown action"):
+        broken.complete(prompts[0], grammar=OUTPUT_GBNF, max_tokens=24)

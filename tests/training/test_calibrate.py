@@ -1,0 +1,97 @@
+"""The action bias stage (training/calibrate.py): the fits recover a known lean, and the
+stage end to end on the shipped real-days student writes a GGUF whose bias llama.cpp applies."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from simulator import spec
+from training.calibrate import fit_counts, fit_nll, judge, softmax_nll
+
+ML = all(importlib.util.find_spec(m) for m in ("torch", "transformers", "tokenizers", "gguf", "llama_cpp"))
+needs_ml = pytest.mark.skipif(not ML, reason="needs the ml extra")
+
+
+def leaning_scores(n: int = 30000, seed: int = 0):
+    """Teacher actions drawn from softmax(true logits); the model's logits are the true ones
+    minus a known lean (mean 0): ``(model_logits, teacher, lean)``."""
+    rng = np.random.default_rng(seed)
+    true = rng.normal(0.0, 2.0, (n, spec.N_ACTIONS)) + np.linspace(1.0, -1.0, spec.N_ACTIONS)
+    p = np.exp(true - true.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    y = (p.cumsum(axis=1) > rng.random((n, 1))).argmax(axis=1)
+    lean = rng.normal(0.0, 0.6, spec.N_ACTIONS)
+    lean -= lean.mean()
+    return true - lean, y, lean
+
+
+def test_nll_fit_recovers_the_lean_and_lowers_the_cross_entropy():
+    z, y, lean = leaning_scores()
+    b = fit_nll(z, y, l2=0.0)
+    assert abs(b.mean()) < 1e-9
+    assert np.abs(b - lean).max() < 0.08  # the offset that undoes the lean, up to sampling
+    assert softmax_nll(z, y, b) < softmax_nll(z, y, np.zeros_like(b)) - 0.01
+    # at the optimum the mean predicted probability of each action is its teacher share
+    q = np.exp(z + b - (z + b).max(axis=1, keepdims=True))
+    q /= q.sum(axis=1, keepdims=True)
+    assert np.allclose(q.mean(axis=0), np.bincount(y, minlength=spec.N_ACTIONS) / len(y), atol=1e-4)
+    # the penalty shrinks the offsets toward 0
+    assert np.abs(fit_nll(z, y, l2=1.0)).max() < 0.5 * np.abs(b).max()
+
+
+def test_counts_fit_brings_each_greedy_count_to_the_teachers():
+    z, y, _ = leaning_scores(seed=1)
+    want = np.bincount(y, minlength=spec.N_ACTIONS)
+    before = np.bincount(z.argmax(axis=1), minlength=spec.N_ACTIONS)
+    after = np.bincount((z + fit_counts(z, y)).argmax(axis=1), minlength=spec.N_ACTIONS)
+    assert np.abs(before - want).max() > 0.05 * len(y)  # the lean shows in the counts
+    assert np.abs(after - want).max() < 0.01 * len(y)
+    r = judge(z, y, np.zeros(spec.N_ACTIONS), list(spec.ACTIONS))
+    assert sum(r["counts"].values()) == r["decisions"] == len(y)
+    assert r["agreement"] == pytest.approx(float((z.argmax(axis=1) == y).mean()))
+
+
+@pytest.mark.ml
+@needs_ml
+def test_calibrate_stage_on_the_shipped_student(tmp_path):
+    """Teacher weeks shaped like the product's -> a v4 dataset in the shipped student's
+    tokenizer -> the stage: its report counts every decision, the fit lowers the cross-entropy
+    of the weeks it was fitted on, and the GGUF it writes carries the bias llama.cpp reads."""
+    from pathlib import Path
+
+    import rhythm
+    from agent.runtime import LlamaCppModel
+    from training import calibrate, dataset, rollouts
+    from training.checkpoints import load_gguf_student
+
+    shipped = Path(rhythm.__file__).parent / "models" / "student-real-q8_0.gguf"
+    rollouts.main(rollouts.Args(out=str(tmp_path / "rollouts"), episodes=6, seed_start=7_900_000,
+                                shaped=True, product_share=0.5, workers=1))
+    _, tok = load_gguf_student(shipped)
+    tok.post_processor = None
+    tok.save(str(tmp_path / "tokenizer.json"))
+    dataset.main(dataset.Args(rollouts=[str(tmp_path / "rollouts" / "rollouts.jsonl")],
+                              out=str(tmp_path / "data"), tokenizer=str(tmp_path / "tokenizer.json"),
+                              prompt_format="rhythm v4", val_fraction=0.3))
+    with pytest.raises(ValueError, match="objective"):
+        calibrate.main(calibrate.Args(model=str(shipped), data=str(tmp_path / "data"), out=str(tmp_path / "x"),
+                                      objective="mode"))
+    report = calibrate.main(calibrate.Args(model=str(shipped), data=str(tmp_path / "data"),
+                                           out=str(tmp_path / "cal"), check_share=0.34, seed=3))
+    recs = [json.loads(x) for x in (tmp_path / "rollouts" / "rollouts.jsonl").read_text().splitlines()]
+    answers = sum(a is not None for r in recs for a in r["answers"])
+    fit, check = report["fit"]["before"], report["before"]
+    assert fit["decisions"] + check["decisions"] == answers
+    assert sum(report["teacher_counts"].values()) == check["decisions"] > 0
+    assert report["fit"]["after"]["nll"] <= fit["nll"]
+    assert max(abs(v) for v in report["bias"].values()) <= 2.0
+    saved = json.loads((tmp_path / "cal" / "calibration.json").read_text())
+    assert saved["bias"] == report["bias"]
+    assert (tmp_path / "cal" / "calibration.png").stat().st_size > 0
+    model = LlamaCppModel(report["gguf"])
+    assert model.prompt_format == "rhythm v4"
+    assert model.action_bias() == pytest.approx({a: v for a, v in report["bias"].items()})
