@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from training.checkpoints import gguf_prompt_format, load_gguf_student
+from training.checkpoints import gguf_prompt_format, gguf_string, load_gguf_student
 from training.common import Progress, no_progress, seed_everything
 from training.tokens import EOS
 
@@ -87,6 +87,7 @@ def refine_gguf(
     import torch
     from peft import LoraConfig, get_peft_model
 
+    from agent.prompting import GGUF_ACTION_BIAS_KEY
     from training.checkpoints import write_gguf
     from training.export import quantize
 
@@ -136,7 +137,11 @@ def refine_gguf(
     work.mkdir(exist_ok=True)
     tok_path = work / "tokenizer.json"
     tok_path.write_text(tok.to_str())
-    f32 = write_gguf(merged, tok_path, work / "student-f32.gguf", fmt)
+    # the base's action bias (training.calibrate) stays: it corrects the population's lean,
+    # the LoRA moves the raw scores toward this person
+    bias = gguf_string(base, GGUF_ACTION_BIAS_KEY)
+    extra = {} if bias is None else {GGUF_ACTION_BIAS_KEY: bias}
+    f32 = write_gguf(merged, tok_path, work / "student-f32.gguf", fmt, extra)
     q8 = quantize(f32, out_dir / "student-q8_0.gguf", "q8_0")
     shutil.rmtree(work)
     report = {

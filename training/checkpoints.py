@@ -41,9 +41,11 @@ def load_student(checkpoint: str | Path, adapter: str = ""):
     return model
 
 
-def write_gguf(model, tokenizer_path: Path, path: Path, prompt_format: str = "rhythm v1") -> Path:
+def write_gguf(
+    model, tokenizer_path: Path, path: Path, prompt_format: str = "rhythm v1", metadata: dict[str, str] | None = None
+) -> Path:
     """``model`` as an f32 GGUF at ``path`` (``<|endoftext|>`` as BOS and EOS, the prompt
-    format in the metadata)."""
+    format and any ``metadata`` string keys in the metadata)."""
     from agent.gguf_writer import LlamaConfig, write_llama_gguf
     from agent.prompting import GGUF_FORMAT_KEY
 
@@ -56,18 +58,23 @@ def write_gguf(model, tokenizer_path: Path, path: Path, prompt_format: str = "rh
     if model.config.tie_word_embeddings:
         tensors.pop("lm_head.weight", None)  # llama.cpp ties the output to token_embd
     return write_llama_gguf(
-        path, config, tensors, tok, dtype="f32", metadata={GGUF_FORMAT_KEY: prompt_format}
+        path, config, tensors, tok, dtype="f32", metadata={**(metadata or {}), GGUF_FORMAT_KEY: prompt_format}
     )
+
+
+def gguf_string(path: Path, key: str) -> str | None:
+    """The string metadata ``key`` of a GGUF, or None when it has none."""
+    from gguf import GGUFReader
+
+    field = GGUFReader(str(path)).fields.get(key)
+    return None if field is None else bytes(field.parts[-1]).decode()
 
 
 def gguf_prompt_format(path: Path) -> str | None:
     """The prompt format a student GGUF says it reads (``rhythm.prompt_format``), or None."""
-    from gguf import GGUFReader
-
     from agent.prompting import GGUF_FORMAT_KEY
 
-    field = GGUFReader(str(path)).fields.get(GGUF_FORMAT_KEY)
-    return None if field is None else bytes(field.parts[-1]).decode()
+    return gguf_string(path, GGUF_FORMAT_KEY)
 
 
 def load_gguf_student(path: Path):

@@ -46,7 +46,13 @@ def test_the_refined_student_gives_the_answers_it_was_refined_on(tmp_path):
         refine_gguf,
     )
 
-    base = bundled_model_path()
+    from agent.gguf_writer import with_metadata
+    from agent.prompting import GGUF_ACTION_BIAS_KEY
+    from agent.runtime import LlamaCppModel
+
+    # a base that carries an action bias (training.calibrate): the refined model keeps it
+    base = with_metadata(bundled_model_path(), tmp_path / "base" / "student.gguf",
+                         {GGUF_ACTION_BIAS_KEY: '{"BINGE_WATCH":-0.01}'})
     prompts = _prompts()
     before = [_pick(base, p) for p in prompts]
     target = "MEDITATE" if before.count("MEDITATE") == 0 else "LEARN"
@@ -56,6 +62,7 @@ def test_the_refined_student_gives_the_answers_it_was_refined_on(tmp_path):
     assert model.is_file() and rep["examples"] == 3 and rep["steps"] == 25
     assert rep["answer_loss_after"] < rep["answer_loss_before"]
     assert gguf_prompt_format(model) == gguf_prompt_format(base)  # the format survives
+    assert LlamaCppModel(model).action_bias() == {"BINGE_WATCH": -0.01}  # and the bias
     assert [_pick(model, p) for p in prompts] == [target] * 3
     assert before != [target] * 3
     # the refined GGUF reads back like the shipped one
