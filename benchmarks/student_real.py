@@ -345,6 +345,22 @@ def sign_test(wins: int, losses: int) -> float:
     return min(1.0, 2 * tail)
 
 
+def overchosen_tests(picks: list[str | None], teacher: list[str]) -> dict[str, dict[str, float]]:
+    """For each action a model chooses more often than the teacher (seed 0): the decisions
+    where only the model chooses it against those where only the teacher does, and the
+    one-sided exact test's p (McNemar on that action: the chance of a split at least this
+    uneven if the model were as likely to swap it in as out)."""
+    out = {}
+    for a in ACTIONS:
+        only_model = sum(p == a and t != a for p, t in zip(picks, teacher, strict=True))
+        only_teacher = sum(t == a and p != a for p, t in zip(picks, teacher, strict=True))
+        if only_model > only_teacher:
+            n = only_model + only_teacher
+            p = sum(math.comb(n, i) for i in range(only_model, n + 1)) / 2**n
+            out[a] = {"only_model": only_model, "only_teacher": only_teacher, "p": p}
+    return out
+
+
 def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
     teacher = Counter(r["teacher"] for r in rows)
     out: dict[str, Any] = {"decisions": len(rows), "histogram": {"teacher": dict(teacher)}}
@@ -369,6 +385,11 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
         out["teacher_seed_agreement"] = float(np.mean(list(out["teacher_seed_agrees"].values())))
         out["modal_teacher_agreement"] = float(np.mean([modal(r["teacher_seeds"][1:]) == r["teacher"] for r in seeded]))
         seed_max = {a: max(sum(r["teacher_seeds"][j] == a for r in seeded) for j in range(k)) for a in ACTIONS}
+        # the teacher as one deterministic chooser: the seeds' majority at every decision
+        # (a greedy student is compared with the teacher's most likely pick, not one draw)
+        majority = Counter(modal(r["teacher_seeds"]) for r in seeded)
+        out["histogram"]["teacher majority"] = dict(majority)
+        out["majority_agrees_with_teacher"] = float(np.mean([modal(r["teacher_seeds"]) == r["teacher"] for r in seeded]))
     first = [r.get(names[0]) == r["teacher"] for r in rows] if names else []
     for n in names:
         picks = [r.get(n) for r in rows]
@@ -390,6 +411,7 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
             out[n]["vs_first"] = {"model": names[0], "wins": wins, "losses": losses,
                                   "p": sign_test(wins, losses)}
         over = {a: (h.get(a, 0) - teacher.get(a, 0)) / max(1, len(rows)) for a in ACTIONS}
+        out[n]["overchosen_tests"] = overchosen_tests([r.get(n) for r in rows], [r["teacher"] for r in rows])
         worst = max(over, key=lambda a: over[a])
         out[n]["most_overchosen"] = {"action": worst, "excess_share": over[worst]}
         out[n]["invalid"] = sum(p is None for p in picks)
@@ -398,6 +420,7 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
             out[n]["agrees_with_some_seed"] = float(np.mean([r.get(n) in r["teacher_seeds"] for r in seeded]))
             hs = Counter(r.get(n) for r in seeded)
             out[n]["over_teacher_seeds"] = {a: hs[a] - seed_max[a] for a in ACTIONS if hs[a] > seed_max[a]}
+            out[n]["over_teacher_majority"] = {a: hs[a] - majority[a] for a in ACTIONS if hs[a] > majority[a]}
     return out
 
 
@@ -427,6 +450,8 @@ def markdown(report: dict[str, Any], names: list[str]) -> str:
                 agree = f"{s['planner_agrees_with_teacher']:.2f}"
             elif who.startswith("teacher seed "):
                 agree = f"{s['teacher_seed_agrees'][who]:.2f}"
+            elif who == "teacher majority":
+                agree = f"{s['majority_agrees_with_teacher']:.2f}"
             else:
                 agree = f"{s[who]['agrees_with_teacher']:.2f}"
             lines.append(f"| {who} | " + " | ".join(str(h.get(a, 0)) for a in ACTIONS) + f" | {agree} |")
@@ -457,6 +482,21 @@ def markdown(report: dict[str, Any], names: list[str]) -> str:
                 if n in s:
                     over = s[n]["over_teacher_seeds"]
                     lines.append(f"- {n}: " + (", ".join(f"{a} +{d}" for a, d in over.items()) or "none"))
+            lines += ["", "Chosen more often than the teacher's majority (the seeds' most frequent pick at "
+                      "each decision, the teacher as one deterministic chooser):", ""]
+            for n in names:
+                if n in s and "over_teacher_majority" in s[n]:
+                    over = s[n]["over_teacher_majority"]
+                    lines.append(f"- {n}: " + (", ".join(f"{a} +{d}" for a, d in over.items()) or "none"))
+        tested = [n for n in names if "overchosen_tests" in s.get(n, {})]
+        if tested:
+            lines += ["", "Chosen more often than the teacher (seed 0), per action: decisions where only the "
+                      "model picks it / only the teacher does, one-sided exact test (p < 0.05 in bold):", ""]
+            for n in tested:
+                t = s[n]["overchosen_tests"]
+                cells = [(f"**{a} {v['only_model']}/{v['only_teacher']} (p {v['p']:.3f})**" if v["p"] < 0.05
+                          else f"{a} {v['only_model']}/{v['only_teacher']} (p {v['p']:.2f})") for a, v in t.items()]
+                lines.append(f"- {n}: " + (", ".join(cells) or "none"))
     return "\n".join(lines) + "\n"
 
 

@@ -22,7 +22,9 @@ copy of the GGUF with one more metadata key.
    the ten actions, as the grammar decodes), cross-entropy, and each action's count beside
    the teacher's; ``calibration.png`` draws the counts.
 5. Write ``student-q8_0.gguf`` (the input's name), the input with the bias in its metadata,
-   and ``calibration.json``. ``--max-bias`` caps each offset's size.
+   ``calibration.json`` and ``scores.npz`` (every decision's ten logits, the teacher's token
+   and its week; ``--scores`` fits again from it without scoring). ``--max-bias`` caps each
+   offset's size.
 
     python -m training.calibrate --model rhythm/models/student-real-q8_0.gguf --data runs/cal/dataset --out runs/cal/calibrated
 """
@@ -46,6 +48,7 @@ from training.common import (
     prepare_output,
     quiet_libraries,
     seed_everything,
+    sha256_file,
 )
 
 
@@ -63,6 +66,9 @@ class Args:
     l2: float = help_field(1e-3, "L2 penalty on the offsets (objective nll)")
     max_bias: float = help_field(2.0, "largest offset size, in logits")
     batch_size: int = help_field(8, "weeks per forward pass")
+    scores: str = help_field(
+        "", "scores.npz of an earlier run on the same model and data: skip the scoring"
+    )
     seed: int = help_field(0, "seed of the fit/check split")
 
 
@@ -169,23 +175,30 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
         raise ValueError("the vocabulary does not start each action with its own token")
     to_action = {t: i for i, t in enumerate(first)}
 
-    logits, targets, weeks = [], [], []
-    offset = 0
-    for name in ("train", "val"):
-        split = load_split(args.data, name)
-        if split is None:
-            continue
-        idx = np.arange(len(split["ids"]))
-        log(f"scoring {len(idx)} {name} weeks")
-        rows, z, t = action_logits(model, split, idx, np.array(first), args.batch_size)
-        logits.append(z)
-        targets.append(t)
-        weeks.append(rows + offset)
-        offset += len(idx)
-        progress("calibrate", offset, None)
-    z = np.concatenate(logits).astype(np.float64)
-    t = np.concatenate(targets)
-    w = np.concatenate(weeks)
+    model_sha = sha256_file(src)
+    if args.scores:
+        with np.load(args.scores) as saved:
+            if str(saved["model_sha256"]) != model_sha:
+                raise ValueError(f"{args.scores} scored another model")
+            z, t, w, offset = saved["logits"], saved["targets"], saved["weeks"], int(saved["n_weeks"])
+    else:
+        logits, targets, weeks = [], [], []
+        offset = 0
+        for name in ("train", "val"):
+            split = load_split(args.data, name)
+            if split is None:
+                continue
+            idx = np.arange(len(split["ids"]))
+            log(f"scoring {len(idx)} {name} weeks")
+            rows, zz, tt = action_logits(model, split, idx, np.array(first), args.batch_size)
+            logits.append(zz)
+            targets.append(tt)
+            weeks.append(rows + offset)
+            offset += len(idx)
+            progress("calibrate", offset, None)
+        z, t, w = np.concatenate(logits), np.concatenate(targets), np.concatenate(weeks)
+    np.savez(out / "scores.npz", logits=z, targets=t, weeks=w, n_weeks=offset, model_sha256=model_sha)
+    z = z.astype(np.float64)
     known = np.isin(t, first)  # a target outside the ten would be a broken dataset
     if not known.all():
         raise ValueError(f"{int((~known).sum())} decisions whose first answer token is no action")
