@@ -95,3 +95,12 @@ def test_calibrate_stage_on_the_shipped_student(tmp_path):
     model = LlamaCppModel(report["gguf"])
     assert model.prompt_format == "rhythm v4"
     assert model.action_bias() == pytest.approx({a: v for a, v in report["bias"].items()})
+
+    # the saved scores fit again without scoring, to the same offsets; another model's refused
+    scores = str(tmp_path / "cal" / "scores.npz")
+    again = calibrate.main(calibrate.Args(model=str(shipped), data=str(tmp_path / "data"), out=str(tmp_path / "again"),
+                                          check_share=0.34, seed=3, scores=scores))
+    assert again["bias"] == report["bias"] and again["before"] == report["before"]
+    with pytest.raises(ValueError, match="scored another model"):
+        calibrate.main(calibrate.Args(model=report["gguf"], data=str(tmp_path / "data"), out=str(tmp_path / "other"),
+                                      scores=scores))
