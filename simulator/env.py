@@ -161,6 +161,9 @@ class RhythmEnv(gym.Env):
         self._n_const, self._n_scaled, self._n_ev, self._n_thr = n
 
     # -- reset ------------------------------------------------------------------------------
+    # options: "profile" (a name, dict or Profile), "condition", "world", and "meters": the
+    # week's starting meters instead of the drawn ones (five numbers in [0, 1]; the events
+    # and noise are the same draws either way), for weeks that start depleted.
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         options = options or {}
@@ -180,6 +183,8 @@ class RhythmEnv(gym.Env):
         self._const, self._scaled, self._ev, self._thr, self._w = profile_lists(profile)
 
         m0, events, noise = episode.transform(*episode.draw(rng))
+        if options.get("meters") is not None:  # a week that starts elsewhere (same draws after)
+            m0 = start_meters(options["meters"])
         self._m = m0.tolist()
         self._events = events.tolist()
         self._noise = noise.tolist()
@@ -483,3 +488,11 @@ def _week_lists(tables: worlds.WeekTables) -> tuple:
 def _neutral_lists():
     const, scaled, ev, thr, _ = profile_lists(Profile.neutral())
     return const, scaled, ev, thr
+
+
+def start_meters(values: Any) -> np.ndarray:
+    """The ``meters`` reset option checked: five finite numbers in [0, 1]."""
+    m = np.asarray(values, dtype=np.float64)
+    if m.shape != (spec.N_METERS,) or not np.isfinite(m).all() or (m < 0).any() or (m > 1).any():
+        raise ValueError(f"meters must be {spec.N_METERS} numbers in [0, 1], got {values!r}")
+    return m

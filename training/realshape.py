@@ -28,7 +28,7 @@ Used by training/rollouts.py (the data) and benchmarks/student_real.py (the meas
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -76,6 +76,8 @@ class Shape:
     observe: str = "clean"
     # clean weeks in a misspecified world (simulator.worlds), labelled by the robust teacher
     world: str = "nominal"
+    # the week's starting meters instead of the simulator's draw (depleted weeks); () = drawn
+    start_meters: tuple[float, ...] = ()
 
 
 def draw_shape(rng: np.random.Generator, product_share: float, calendar_share: float = 0.5) -> Shape:
@@ -112,19 +114,40 @@ TRAINING_WORLDS = ("effects", "timing", "noise", "kind", "drift", "kind+drift", 
 FEEDBACK_OBSERVE = (("noisy", 0.5), ("answers-only", 0.25), ("clean", 0.25))
 
 
+#: Depleted weeks: the meter emptied (progress half the time) and the range it starts in.
+DEPLETED_PROGRESS_SHARE = 0.5
+DEPLETED_LEVEL = (0.0, 0.08)
+
+
+def depleted(shape: Shape, rng: np.random.Generator) -> Shape:
+    """``shape`` starting with one meter near empty (progress half the time, else any other)
+    and the others anywhere in 0.15-0.85: the state of a person back from a break, a
+    pause in work or a bad stretch, which the simulator's own draw almost never starts in."""
+    m = rng.uniform(0.15, 0.85, spec.N_METERS)
+    k = 2 if rng.random() < DEPLETED_PROGRESS_SHARE else int(rng.choice([0, 1, 3, 4]))
+    m[k] = rng.uniform(*DEPLETED_LEVEL)
+    return replace(shape, start_meters=tuple(round(float(x), 3) for x in m))
+
+
 def draw_week_shape(
     seed: int,
     product_share: float,
     calendar_share: float = 0.5,
     feedback_share: float = 0.0,
     world_share: float = 0.0,
+    depleted_share: float = 0.0,
 ) -> Shape:
     """The shape of training week ``seed``: with probability ``feedback_share`` a week of the
     simulator's feedback mode (:func:`teacher_week`; noisy half the time, answers-only and
     clean a quarter each), with probability ``world_share`` a clean week in a misspecified
     world (:data:`TRAINING_WORLDS`) that the robust teacher labels, else
-    :func:`draw_shape`'s (with both shares 0 exactly the weeks earlier data had)."""
+    :func:`draw_shape`'s (with all shares 0 exactly the weeks earlier data had). With
+    probability ``depleted_share`` a product or clean week starts :func:`depleted`."""
     shape = draw_shape(np.random.default_rng([int(seed), SHAPE_STREAM, 0]), product_share, calendar_share)
+    if depleted_share > 0:
+        rng = np.random.default_rng([int(seed), SHAPE_STREAM, 4])
+        if rng.random() < depleted_share:
+            shape = depleted(shape, rng)
     if feedback_share <= 0 and world_share <= 0:
         return shape
     rng = np.random.default_rng([int(seed), SHAPE_STREAM, 2])
@@ -248,6 +271,10 @@ def habit(meters, slot: int, rng: np.random.Generator) -> int:
     return int(rng.integers(0, spec.N_ACTIONS))
 
 
+def _reset_options(shape: Shape) -> dict[str, Any] | None:
+    return {"meters": list(shape.start_meters)} if shape.start_meters else None
+
+
 def _week_env(condition: str, calendar: bool, world: str = "nominal"):
     from simulator.calendar import CalendarWeek
     from simulator.env import RhythmEnv
@@ -340,7 +367,7 @@ def teacher_week(seed: int, condition: str, shape: Shape, teacher: str = "bayes"
         env = RhythmEnv(condition=condition, feedback=True, observe=shape.observe)
     else:
         env = _week_env(condition, shape.calendar, shape.world)
-    obs, info = env.reset(seed=int(seed))
+    obs, info = env.reset(seed=int(seed), options=_reset_options(shape))
     policy.reset(int(seed))
     cal = info.get("calendar")
     views, answers, actions, items, filters = [obs], [], [], [], []
@@ -388,7 +415,7 @@ def product_week(seed: int, condition: str, shape: Shape) -> dict[str, Any]:
     earlier weeks first) labels every free step from step ``shape.start`` on."""
     rng = np.random.default_rng([int(seed), SHAPE_STREAM])
     env = _week_env(condition, shape.calendar)
-    obs, info = env.reset(seed=int(seed))
+    obs, info = env.reset(seed=int(seed), options=_reset_options(shape))
     cal = info.get("calendar")
     teacher = StreamTeacher(REAL_NOISE_SD)
     teacher.reset(int(seed))

@@ -76,6 +76,9 @@ class Args:
         0.0, "share of clean weeks in misspecified worlds (--shaped; simulator.worlds)"
     )
     world_teacher: str = help_field("bayes-robust", "the teacher of the misspecified worlds' weeks")
+    depleted_share: float = help_field(
+        0.0, "share of weeks that start with one meter near empty, progress half the time (--shaped)"
+    )
     workers: int = help_field(2, "worker processes")
     seed: int = help_field(0, "global seed (the episodes are seeded by their own seeds)")
 
@@ -120,10 +123,10 @@ def play_episode(
     }
 
 
-def shaped_week(seed: int, teacher: str, condition: str, shares: tuple[float, float, float, float],
+def shaped_week(seed: int, teacher: str, condition: str, shares: tuple[float, ...],
                 world_teacher: str = "bayes-robust") -> dict[str, Any]:
     """One week of ``--shaped`` data: its shape drawn from the seed (``shares``: product,
-    calendar, feedback, world), then played and labelled."""
+    calendar, feedback, world and depleted), then played and labelled."""
     from training.realshape import draw_week_shape, product_week, teacher_week
 
     shape = draw_week_shape(seed, *shares)
@@ -132,7 +135,7 @@ def shaped_week(seed: int, teacher: str, condition: str, shares: tuple[float, fl
     return teacher_week(seed, condition, shape, teacher if shape.world == "nominal" else world_teacher)
 
 
-def _shaped_worker(job: tuple[list[int], str, str, tuple[float, float, float, float], str]) -> list[str]:
+def _shaped_worker(job: tuple[list[int], str, str, tuple[float, ...], str]) -> list[str]:
     seeds, teacher, condition, shares, world_teacher = job
     return [json.dumps(shaped_week(s, teacher, condition, shares, world_teacher), separators=(",", ":"))
             for s in seeds]
@@ -157,8 +160,8 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     path = out / "rollouts.jsonl"
     seeds = list(range(args.seed_start, args.seed_start + args.episodes))
     chunk = max(1, min(50, len(seeds) // max(1, args.workers * 4) or 1))
-    if not args.shaped and (args.feedback_share > 0 or args.world_share > 0):
-        raise ValueError("--feedback-share and --world-share are shares of --shaped weeks")
+    if not args.shaped and (args.feedback_share > 0 or args.world_share > 0 or args.depleted_share > 0):
+        raise ValueError("--feedback-share, --world-share and --depleted-share are shares of --shaped weeks")
     if args.shaped:
         if args.profile:
             raise ValueError("--shaped draws a person per week; --profile is for teacher weeks")
@@ -167,7 +170,8 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
                 seeds[i : i + chunk],
                 args.teacher,
                 args.condition,
-                (args.product_share, args.calendar_share, args.feedback_share, args.world_share),
+                (args.product_share, args.calendar_share, args.feedback_share, args.world_share,
+                 args.depleted_share),
                 args.world_teacher,
             )
             for i in range(0, len(seeds), chunk)

@@ -208,3 +208,24 @@ def test_render_ansi():
     env.step(spec.SLEEP)
     text = env.render()
     assert "last=SLEEP" in text and "V=" in text
+
+
+def test_a_week_can_start_from_given_meters_with_the_same_draws():
+    """The ``meters`` reset option replaces the drawn starting meters only: the events and the
+    profile are the same draws, and the week from there follows the dynamics as usual."""
+    env = RhythmEnv()
+    start = [0.4, 0.6, 0.02, 0.5, 0.3]
+    actions = [0, 2, 6, 3] * 7
+    plain = play(env, 9, actions)
+    moved = play(env, 9, actions, options={"meters": start})
+    np.testing.assert_array_equal(moved[0][0]["meters"], start)
+    assert [o["active_event"] for o, _, _ in moved] == [o["active_event"] for o, _, _ in plain]
+    assert moved[0][2]["profile"] == plain[0][2]["profile"]
+    assert not np.array_equal(moved[-1][0]["meters"], plain[-1][0]["meters"])
+    # None is the drawn week, bit for bit
+    again = play(env, 9, actions, options={"meters": None})
+    for (a, _, _), (b, _, _) in zip(again, plain, strict=True):
+        np.testing.assert_array_equal(a["meters"], b["meters"])
+    for bad in ([0.5] * 4, [0.5, 0.5, 1.2, 0.5, 0.5], [0.5, float("nan"), 0.5, 0.5, 0.5]):
+        with pytest.raises(ValueError, match="meters must be 5 numbers"):
+            env.reset(seed=9, options={"meters": bad})

@@ -313,3 +313,24 @@ def test_v4_weeks_need_their_filters():
         week_prompt(old, 3, FORMAT_V4)
     prompt, _ = week_prompt(rec, 3, FORMAT_V4)
     assert prompt.startswith("rhythm v4\nobs clean\nday 0\nm ") and prompt.count("\nb ") == 4
+
+
+def test_depleted_weeks_start_with_one_meter_near_empty():
+    from training.realshape import DEPLETED_LEVEL
+
+    shapes = [draw_week_shape(s, 0.6, 0.5, depleted_share=0.4) for s in range(3000, 4000)]
+    dep = [s for s in shapes if s.start_meters]
+    assert abs(len(dep) / 1000 - 0.4) < 0.05
+    low = [int(np.argmin(s.start_meters)) for s in dep]
+    assert all(min(s.start_meters) <= DEPLETED_LEVEL[1] for s in dep)
+    assert all(sorted(s.start_meters)[1] >= 0.15 for s in dep)  # only one is emptied
+    assert abs(low.count(2) / len(dep) - 0.5) < 0.08 and set(low) == set(range(spec.N_METERS))
+    # the rest of the shape is the week's own draw
+    for seed, s in zip(range(3000, 4000), shapes, strict=True):
+        assert s.kind == draw_week_shape(seed, 0.6, 0.5).kind
+    # a clean depleted week starts where its shape says (clean views show the meters)
+    clean = next(s for s in dep if s.kind == "clean" and not s.calendar)
+    seed = range(3000, 4000)[shapes.index(clean)]
+    rec = teacher_week(seed, "in-dist", clean)
+    assert list(rec["shape"]["start_meters"]) == list(clean.start_meters)
+    np.testing.assert_allclose(rec["views"][0]["meters"], clean.start_meters)
