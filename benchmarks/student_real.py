@@ -35,7 +35,10 @@ Each model's agreement comes with its count and a 95% (Wilson) interval, and eve
 after the first with a paired count against the first (decisions where exactly one of the
 two agrees with the teacher, and the exact sign test's p): on 299 decisions the interval is
 about +-0.045, so two models a few decisions apart are not told apart.
-``--rerender report.json`` recomputes the tables from a saved report's decisions.
+``--rerender report.json`` recomputes the tables from a saved report's decisions;
+``--join later.json`` with it adds the models of a later run on the same decisions (paired
+with the first report's; the teacher's picks must match, so ``--teacher-seeds 1`` suffices
+for the later run).
 ``--unseen N`` adds N people of the generator behind the stream training weeks
 (``rhythm.streams``, ``rhythm train streams``) on seeds no training run uses, reported apart:
 the streams above are held out from training by kind (the student's stream weeks come from
@@ -514,11 +517,18 @@ def main() -> None:
                     help="run the teacher with this many seeds per decision (how sharp its label is)")
     ap.add_argument("--rerender", default="", metavar="JSON",
                     help="recompute the summaries and tables from the decisions of a saved report")
+    ap.add_argument("--join", nargs="+", default=None, metavar="JSON",
+                    help="with --rerender: add the models of these reports, run on the same decisions")
     ap.add_argument("--json", default="", help="write the report here")
     ap.add_argument("--md", default="", help="write the markdown tables here")
     args = ap.parse_args()
+    if args.join and not args.rerender:
+        ap.error("--join needs --rerender (the report the others join)")
     if args.rerender:
-        report = rerender(json.loads(Path(args.rerender).read_text()))
+        report = json.loads(Path(args.rerender).read_text())
+        for other in args.join or []:
+            report = join(report, json.loads(Path(other).read_text()))
+        report = rerender(report)
         _emit(report, list(report["models"]), args)
         return
     models = {n: Path(p) for n, p in (m.split("=", 1) for m in args.models)}
@@ -554,6 +564,39 @@ def main() -> None:
     report["rows"] = rows
     report["seconds"] = round(_time.time() - t0, 1)
     _emit(report, names, args)
+
+
+_ROW_LISTS = ("rows", "unseen_rows", "sim_rows")
+
+
+def join(report: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """``report`` with the models of ``other``, a report on the same decisions (each model is
+    deterministic, so a model run later on the same streams and seeds is paired with the
+    earlier ones): every decision must be in both, with the same teacher pick (seed 0).
+    ValueError otherwise."""
+    new = [n for n in other["models"] if n not in report["models"]]
+    if not new:
+        raise ValueError("the joined report has no model the first does not")
+    out = json.loads(json.dumps(report))
+    for key in _ROW_LISTS:
+        mine, theirs = out.get(key, []), other.get(key, [])
+        if not mine and not theirs:
+            continue
+
+        def ident(r: dict[str, Any]) -> tuple:
+            return (r["stream"], r.get("day", r.get("week")), r.get("slot", r.get("t")))
+
+        by = {ident(r): r for r in theirs}
+        if len(by) != len(mine) or any(ident(r) not in by for r in mine):
+            raise ValueError(f"the reports' {key} are not the same decisions")
+        for r in mine:
+            o = by[ident(r)]
+            if o["teacher"] != r["teacher"]:
+                raise ValueError(f"the teacher differs at {ident(r)}: not the same decisions")
+            for n in new:
+                r[n] = o.get(n)
+    out["models"] = {**report["models"], **{n: other["models"][n] for n in new}}
+    return out
 
 
 def rerender(report: dict[str, Any]) -> dict[str, Any]:

@@ -51,3 +51,29 @@ def test_summary_compares_the_model_with_the_teachers_majority():
     assert s["m"]["overchosen_tests"]["LEARN"]["only_model"] == 2
     text = student_real.markdown({"streams": {}, "real-shaped (all)": s}, ["m"])
     assert "| teacher majority |" in text and "- m: LEARN +1" in text
+
+
+def test_a_later_run_joins_an_earlier_report_on_the_same_decisions():
+    a = {"models": {"old": "a.gguf"}, "streams": {},
+         "rows": [{"stream": "s", "day": "d1", "slot": "morning", "teacher": "SLEEP", "old": "SLEEP"},
+                  {"stream": "s", "day": "d1", "slot": "evening", "teacher": "LEARN", "old": "MEDITATE"}],
+         "sim_rows": [{"stream": "sim-product", "week": 0, "t": 3, "teacher": "LEARN", "old": "LEARN"}]}
+    b = {"models": {"new": "b.gguf"}, "streams": {},
+         "rows": [{"stream": "s", "day": "d1", "slot": "evening", "teacher": "LEARN", "new": "LEARN"},
+                  {"stream": "s", "day": "d1", "slot": "morning", "teacher": "SLEEP", "new": "SLEEP"}],
+         "sim_rows": [{"stream": "sim-product", "week": 0, "t": 3, "teacher": "LEARN", "new": "SLEEP"}]}
+    joined = student_real.rerender(student_real.join(a, b))
+    assert list(joined["models"]) == ["old", "new"]
+    s = joined["real-shaped (all)"]
+    assert s["old"]["agrees_count"] == 1 and s["new"]["agrees_count"] == 2
+    assert s["new"]["vs_first"] == {"model": "old", "wins": 1, "losses": 0, "p": 1.0}
+    assert joined["sim-product"]["new"]["agrees_count"] == 0
+    assert "new" not in a["rows"][0]  # the first report is left as it was
+    b["rows"][0]["teacher"] = "DEEP_WORK"
+    with pytest.raises(ValueError, match="teacher differs"):
+        student_real.join(a, b)
+    b["rows"].pop()
+    with pytest.raises(ValueError, match="not the same decisions"):
+        student_real.join(a, b)
+    with pytest.raises(ValueError, match="no model"):
+        student_real.join(a, a)
