@@ -390,9 +390,10 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
         seed_max = {a: max(sum(r["teacher_seeds"][j] == a for r in seeded) for j in range(k)) for a in ACTIONS}
         # the teacher as one deterministic chooser: the seeds' majority at every decision
         # (a greedy student is compared with the teacher's most likely pick, not one draw)
-        majority = Counter(modal(r["teacher_seeds"]) for r in seeded)
+        modes = [modal(r["teacher_seeds"]) for r in seeded]
+        majority = Counter(modes)
         out["histogram"]["teacher majority"] = dict(majority)
-        out["majority_agrees_with_teacher"] = float(np.mean([modal(r["teacher_seeds"]) == r["teacher"] for r in seeded]))
+        out["majority_agrees_with_teacher"] = float(np.mean([m == r["teacher"] for m, r in zip(modes, seeded, strict=True)]))
     first = [r.get(names[0]) == r["teacher"] for r in rows] if names else []
     for n in names:
         picks = [r.get(n) for r in rows]
@@ -414,12 +415,12 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
             out[n]["vs_first"] = {"model": names[0], "wins": wins, "losses": losses,
                                   "p": sign_test(wins, losses)}
         over = {a: (h.get(a, 0) - teacher.get(a, 0)) / max(1, len(rows)) for a in ACTIONS}
-        out[n]["overchosen_tests"] = overchosen_tests([r.get(n) for r in rows], [r["teacher"] for r in rows])
+        out[n]["overchosen_tests"] = overchosen_tests(picks, [r["teacher"] for r in rows])
         worst = max(over, key=lambda a: over[a])
         out[n]["most_overchosen"] = {"action": worst, "excess_share": over[worst]}
         out[n]["invalid"] = sum(p is None for p in picks)
         if seeded:
-            out[n]["agrees_with_teacher_mode"] = float(np.mean([r.get(n) == modal(r["teacher_seeds"]) for r in seeded]))
+            out[n]["agrees_with_teacher_mode"] = float(np.mean([r.get(n) == m for m, r in zip(modes, seeded, strict=True)]))
             out[n]["agrees_with_some_seed"] = float(np.mean([r.get(n) in r["teacher_seeds"] for r in seeded]))
             hs = Counter(r.get(n) for r in seeded)
             out[n]["over_teacher_seeds"] = {a: hs[a] - seed_max[a] for a in ACTIONS if hs[a] > seed_max[a]}

@@ -165,8 +165,9 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     torch.set_num_threads(2)
     src = Path(args.model)
     fmt = gguf_prompt_format(src)
-    if prompt_format_of(args.data) != fmt:
-        raise ValueError(f"{args.data} is in {prompt_format_of(args.data)!r}, the model reads {fmt!r}")
+    data_fmt = prompt_format_of(args.data)
+    if data_fmt != fmt:
+        raise ValueError(f"{args.data} is in {data_fmt!r}, the model reads {fmt!r}")
     out = prepare_output(args.out, "calibrate", args, [src])
     model, tok = load_gguf_student(src)
     actions = list(spec.ACTIONS)
@@ -197,11 +198,11 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
             offset += len(idx)
             progress("calibrate", offset, None)
         z, t, w = np.concatenate(logits), np.concatenate(targets), np.concatenate(weeks)
-    np.savez(out / "scores.npz", logits=z, targets=t, weeks=w, n_weeks=offset, model_sha256=model_sha)
-    z = z.astype(np.float64)
     known = np.isin(t, first)  # a target outside the ten would be a broken dataset
     if not known.all():
         raise ValueError(f"{int((~known).sum())} decisions whose first answer token is no action")
+    np.savez(out / "scores.npz", logits=z, targets=t, weeks=w, n_weeks=offset, model_sha256=model_sha)
+    z = z.astype(np.float64)
     y = np.array([to_action[int(v)] for v in t])
 
     rng = np.random.default_rng(args.seed)
