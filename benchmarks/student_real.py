@@ -386,6 +386,13 @@ def summarize(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
                 np.mean([r["teacher_seeds"][j] == r["teacher"] for r in seeded]))
         # every seed holds the same decisions, so the mean over seeds is the mean over picks
         out["teacher_seed_agreement"] = float(np.mean(list(out["teacher_seed_agrees"].values())))
+        # the per-action over-choice test of the teacher against itself: what a model's
+        # over-choice is measured against (a reseeded teacher swaps some actions in too)
+        out["teacher_seed_overchosen"] = {
+            f"teacher seed {j}": overchosen_tests([r["teacher_seeds"][j] for r in seeded],
+                                                  [r["teacher"] for r in seeded])
+            for j in range(1, k)
+        }
         out["modal_teacher_agreement"] = float(np.mean([modal(r["teacher_seeds"][1:]) == r["teacher"] for r in seeded]))
         seed_max = {a: max(sum(r["teacher_seeds"][j] == a for r in seeded) for j in range(k)) for a in ACTIONS}
         # the teacher as one deterministic chooser: the seeds' majority at every decision
@@ -492,12 +499,13 @@ def markdown(report: dict[str, Any], names: list[str]) -> str:
                 if n in s and "over_teacher_majority" in s[n]:
                     over = s[n]["over_teacher_majority"]
                     lines.append(f"- {n}: " + (", ".join(f"{a} +{d}" for a, d in over.items()) or "none"))
-        tested = [n for n in names if "overchosen_tests" in s.get(n, {})]
+        tested = [(n, s[n]["overchosen_tests"]) for n in names if "overchosen_tests" in s.get(n, {})]
+        tested += list(s.get("teacher_seed_overchosen", {}).items())
         if tested:
             lines += ["", "Chosen more often than the teacher (seed 0), per action: decisions where only the "
-                      "model picks it / only the teacher does, one-sided exact test (p < 0.05 in bold):", ""]
-            for n in tested:
-                t = s[n]["overchosen_tests"]
+                      "model picks it / only the teacher does, one-sided exact test (p < 0.05 in bold; "
+                      "the teacher's other seeds are held to the same test):", ""]
+            for n, t in tested:
                 cells = [(f"**{a} {v['only_model']}/{v['only_teacher']} (p {v['p']:.3f})**" if v["p"] < 0.05
                           else f"{a} {v['only_model']}/{v['only_teacher']} (p {v['p']:.2f})") for a, v in t.items()]
                 lines.append(f"- {n}: " + (", ".join(cells) or "none"))

@@ -110,13 +110,24 @@ def fit_counts(logits: np.ndarray, y: np.ndarray, iters: int = 400, rate: float 
 
 
 def judge(logits: np.ndarray, y: np.ndarray, bias: np.ndarray, actions: list[str]) -> dict[str, Any]:
+    """Greedy picks against the teacher's, and ``sampled``: the expectation if the model drew
+    its action from its softmax instead (agreement = mean probability of the teacher's pick;
+    counts = the summed probabilities). A calibrated model's sampled counts match the
+    teacher's; greedy trades that for agreement, over-choosing each region's likelier pick."""
     pick = (logits + bias).argmax(axis=1)
     k = len(actions)
+    z = logits + bias
+    p = np.exp(z - z.max(axis=1, keepdims=True)) if len(y) else np.zeros((0, k))
+    p /= np.maximum(p.sum(axis=1, keepdims=True), 1e-300)
     return {
         "decisions": int(len(y)),
         "agreement": float((pick == y).mean()) if len(y) else float("nan"),
         "nll": softmax_nll(logits, y, bias) if len(y) else float("nan"),
         "counts": dict(zip(actions, np.bincount(pick, minlength=k).tolist(), strict=True)),
+        "sampled": {
+            "agreement": float(p[np.arange(len(y)), y].mean()) if len(y) else float("nan"),
+            "counts": dict(zip(actions, np.round(p.sum(axis=0), 1).tolist(), strict=True)),
+        },
     }
 
 
@@ -229,7 +240,8 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     b, a = report["before"], report["after"]
     log(
         f"check weeks ({a['decisions']} decisions): agreement {b['agreement']:.3f} -> {a['agreement']:.3f}, "
-        f"cross-entropy {b['nll']:.3f} -> {a['nll']:.3f}; bias "
+        f"cross-entropy {b['nll']:.3f} -> {a['nll']:.3f}, sampled instead of greedy "
+        f"{b['sampled']['agreement']:.3f}; bias "
         + ", ".join(f"{k} {v:+.2f}" for k, v in report["bias"].items())
     )
     finish_output(out, {"check": {"before": b, "after": a}, "bias": report["bias"]}, [gguf, png])

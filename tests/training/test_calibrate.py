@@ -55,6 +55,30 @@ def test_counts_fit_brings_each_greedy_count_to_the_teachers():
     assert r["agreement"] == pytest.approx(float((z.argmax(axis=1) == y).mean()))
 
 
+def test_greedy_over_chooses_what_sampling_does_not():
+    """A model that knows the teacher's odds exactly: drawing from them reproduces the
+    teacher's counts, taking the likeliest pick agrees more often and over-chooses it."""
+    rng = np.random.default_rng(3)
+    n = 20_000
+    # two regions: in one (70% of decisions) the teacher picks LEARN 65% of the time,
+    # MEDITATE 35%; in the other MEDITATE 60%, LEARN 40%; every other action rare
+    first = rng.random(n) < 0.7
+    p = np.full((n, spec.N_ACTIONS), 1e-4)
+    learn, med = spec.ACTIONS.index("LEARN"), spec.ACTIONS.index("MEDITATE")
+    p[first, learn], p[first, med] = 0.65, 0.35
+    p[~first, learn], p[~first, med] = 0.40, 0.60
+    p /= p.sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(spec.N_ACTIONS, p=row) for row in p])
+    r = judge(np.log(p), y, np.zeros(spec.N_ACTIONS), list(spec.ACTIONS))
+    teacher = np.bincount(y, minlength=spec.N_ACTIONS)
+    assert r["sampled"]["counts"]["LEARN"] == pytest.approx(teacher[learn], rel=0.03)
+    assert r["sampled"]["counts"]["MEDITATE"] == pytest.approx(teacher[med], rel=0.03)
+    assert r["counts"]["LEARN"] > 1.15 * teacher[learn]  # greedy: every first-region decision
+    assert r["agreement"] == pytest.approx(0.7 * 0.65 + 0.3 * 0.60, abs=0.015)
+    assert r["sampled"]["agreement"] == pytest.approx(0.7 * (0.65**2 + 0.35**2) + 0.3 * (0.4**2 + 0.6**2), abs=0.015)
+    assert r["agreement"] > r["sampled"]["agreement"] + 0.07
+
+
 @pytest.mark.ml
 @needs_ml
 def test_calibrate_stage_on_the_shipped_student(tmp_path):

@@ -49,8 +49,14 @@ def test_summary_compares_the_model_with_the_teachers_majority():
     assert s["m"]["over_teacher_majority"] == {"LEARN": 1}
     assert s["m"]["over_teacher_seeds"] == {}  # seed 1 chose LEARN twice too
     assert s["m"]["overchosen_tests"]["LEARN"]["only_model"] == 2
+    # the teacher's other seeds face the same per-action test as the model
+    seeds = s["teacher_seed_overchosen"]
+    assert set(seeds) == {"teacher seed 1", "teacher seed 2"}
+    assert seeds["teacher seed 1"]["LEARN"]["only_model"] == 2 and "MEDITATE" not in seeds["teacher seed 1"]
+    assert seeds["teacher seed 2"] == {"LEARN": {"only_model": 2, "only_teacher": 0, "p": 0.25}}
     text = student_real.markdown({"streams": {}, "real-shaped (all)": s}, ["m"])
     assert "| teacher majority |" in text and "- m: LEARN +1" in text
+    assert "- teacher seed 2: LEARN 2/0 (p 0.25)" in text
 
 
 def test_a_later_run_joins_an_earlier_report_on_the_same_decisions():
