@@ -99,7 +99,7 @@ def features(ep: dict[str, Any], t: int) -> list[float]:
     """The numbers the prompt carries for the decision at step ``t`` (no calendar, no text)."""
     onehot = [0.0] * spec.EPISODE_STEPS
     onehot[t] = 1.0
-    filt = [float(x) for x in (ep.get("filters") or [[0.5] * 11] * (t + 1))[t]]
+    filt = [float(x) for x in ep["filters"][t]]
     meters = ep["views"][t]["meters"]
     return onehot + filt + [0.0 if m is None else float(m) for m in meters] + [float(m is None) for m in meters]
 
@@ -241,15 +241,17 @@ def main() -> None:
               f"MEDITATE {row['teacher_meditate']} / {row['model_meditate']}, LEARN for MEDITATE {row['learn_for_meditate']}")
     report["afternoons"] = rows
 
-    if args.mlp_epochs > 0:
-        m = known
+    # the classifier reads the product-shaped records (views and filters): stream weeks
+    shaped = np.array([k and {"views", "filters"} <= set(episodes[int(seeds[w])]) for w, k in zip(weeks, known, strict=True)])
+    if args.mlp_epochs > 0 and shaped.any():
+        m = shaped
         x = np.array([features(episodes[int(seeds[w])], int(t)) for w, t in zip(weeks[m], steps[m], strict=True)])
         pick = mlp(x, y[m], fit[m], args.mlp_epochs)
         c = check[m]
         agree = float((pick[c] == y[m][c]).mean())
         model_agree = float((greedy[m][c] == y[m][c]).mean())
         counts = dict(zip(ACTIONS, np.bincount(pick[c], minlength=len(ACTIONS)).tolist(), strict=True))
-        report["classifier"] = {"agreement": agree, "model_agreement": model_agree, "counts": counts,
+        report["classifier"] = {"decisions": int(m.sum()), "agreement": agree, "model_agreement": model_agree, "counts": counts,
                                 "over_chosen": over_chosen(pick[c], y[m][c])}
         print(f"5. a plain classifier on the prompt's numbers: agreement {agree:.3f} (the model {model_agree:.3f}); "
               "over-chosen " + ", ".join(f"{a} {mm}/{t}" for a, (mm, t) in report["classifier"]["over_chosen"].items()))
