@@ -47,10 +47,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from simulator import spec  # noqa: E402
-from training.calibrate import fit_nll, judge  # noqa: E402
+from training.calibrate import action_token_ids, check_split, fit_nll, judge  # noqa: E402
 
 ACTIONS = list(spec.ACTIONS)
-SLOTS = ("morning", "afternoon", "evening", "night")
 
 
 def decision_steps(weeks: np.ndarray, seeds: list[int], episodes: dict[int, dict[str, Any]]) -> np.ndarray:
@@ -178,7 +177,7 @@ def main() -> None:
     with np.load(args.scores) as z:
         logits, targets, weeks, n_weeks = z["logits"].astype(np.float64), z["targets"], z["weeks"], int(z["n_weeks"])
     tok = Tokenizer.from_file(str(Path(args.data) / "tokenizer.json"))
-    first = {tok.encode(a, add_special_tokens=False).ids[0]: i for i, a in enumerate(ACTIONS)}
+    first = {t: i for i, t in enumerate(action_token_ids(tok))}
     y = np.array([first[int(t)] for t in targets])
     seeds: list[int] = []
     for name in ("train", "val"):
@@ -195,8 +194,7 @@ def main() -> None:
                 episodes[int(ep["seed"])] = ep
     steps = decision_steps(weeks, seeds, episodes)
     known = steps >= 0
-    rng = np.random.default_rng(args.seed)
-    check = (rng.random(n_weeks) < args.check_share)[weeks]
+    check = check_split(n_weeks, args.check_share, args.seed)[weeks]
     fit = ~check
     greedy = logits.argmax(axis=1)
     report: dict[str, Any] = {"scores": args.scores, "decisions": int(len(y)), "check": int(check.sum()),
@@ -216,13 +214,12 @@ def main() -> None:
 
     report["offsets"] = {}
     print("3. offsets fitted on the other weeks, judged on the check weeks (won / lost):")
-    for name, groups in (("all", np.zeros(len(y), np.int64)), ("slot of the day", steps % spec.SLOTS_PER_DAY),
-                         ("slot of the week", steps)):
-        m = known
-        off = group_offsets(logits[m], y[m], groups[m], fit[m], args.l2)
-        new = (logits[m] + off).argmax(axis=1)
-        won, lost = won_lost(greedy[m][check[m]], new[check[m]], y[m][check[m]])
-        agree = float((new[check[m]] == y[m][check[m]]).mean())
+    kz, ky, kfit, kchk = logits[known], y[known], fit[known], check[known]
+    for name, groups in (("all", np.zeros(len(ky), np.int64)), ("slot of the day", steps[known] % spec.SLOTS_PER_DAY),
+                         ("slot of the week", steps[known])):
+        new = (kz + group_offsets(kz, ky, groups, kfit, args.l2)).argmax(axis=1)
+        won, lost = won_lost(kz.argmax(axis=1)[kchk], new[kchk], ky[kchk])
+        agree = float((new[kchk] == ky[kchk]).mean())
         report["offsets"][name] = {"won": won, "lost": lost, "agreement": agree}
         print(f"   {name}: {won} won, {lost} lost, agreement {agree:.3f}")
 
@@ -231,7 +228,7 @@ def main() -> None:
     print("4. afternoons by day (all scored weeks): teacher LEARN / model LEARN, teacher MEDITATE / model MEDITATE,"
           " model LEARN where the teacher says MEDITATE")
     for d in range(spec.EPISODE_STEPS // spec.SLOTS_PER_DAY):
-        m = steps == d * spec.SLOTS_PER_DAY + SLOTS.index("afternoon")
+        m = steps == d * spec.SLOTS_PER_DAY + spec.SLOTS.index("afternoon")
         row = {"day": d, "decisions": int(m.sum()), "teacher_learn": int((y[m] == learn).sum()),
                "model_learn": int((greedy[m] == learn).sum()), "teacher_meditate": int((y[m] == med).sum()),
                "model_meditate": int((greedy[m] == med).sum()),

@@ -109,14 +109,30 @@ def fit_counts(logits: np.ndarray, y: np.ndarray, iters: int = 400, rate: float 
     return b - b.mean()
 
 
+def action_token_ids(tok) -> list[int]:
+    """The first token of each action's name, in action order (the token a decision's logits
+    are read at); each action must start with its own token."""
+    from simulator import spec
+
+    first = [tok.encode(a, add_special_tokens=False).ids[0] for a in spec.ACTIONS]
+    if len(set(first)) != len(first):
+        raise ValueError("the vocabulary does not start each action with its own token")
+    return first
+
+
+def check_split(n_weeks: int, share: float, seed: int) -> np.ndarray:
+    """Which weeks are kept apart to judge an offset (bool per week; the rest fit it)."""
+    return np.random.default_rng(seed).random(n_weeks) < share
+
+
 def judge(logits: np.ndarray, y: np.ndarray, bias: np.ndarray, actions: list[str]) -> dict[str, Any]:
     """Greedy picks against the teacher's, and ``sampled``: the expectation if the model drew
     its action from its softmax instead (agreement = mean probability of the teacher's pick;
     counts = the summed probabilities). A calibrated model's sampled counts match the
     teacher's; greedy trades that for agreement, over-choosing each region's likelier pick."""
-    pick = (logits + bias).argmax(axis=1)
-    k = len(actions)
     z = logits + bias
+    pick = z.argmax(axis=1)
+    k = len(actions)
     p = np.exp(z - z.max(axis=1, keepdims=True)) if len(y) else np.zeros((0, k))
     p /= np.maximum(p.sum(axis=1, keepdims=True), 1e-300)
     return {
@@ -182,9 +198,7 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     out = prepare_output(args.out, "calibrate", args, [src])
     model, tok = load_gguf_student(src)
     actions = list(spec.ACTIONS)
-    first = [tok.encode(a, add_special_tokens=False).ids[0] for a in actions]
-    if len(set(first)) != len(first):
-        raise ValueError("the vocabulary does not start each action with its own token")
+    first = action_token_ids(tok)
     to_action = {t: i for i, t in enumerate(first)}
 
     model_sha = sha256_file(src)
@@ -216,8 +230,7 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     z = z.astype(np.float64)
     y = np.array([to_action[int(v)] for v in t])
 
-    rng = np.random.default_rng(args.seed)
-    check_weeks = rng.random(offset) < args.check_share
+    check_weeks = check_split(offset, args.check_share, args.seed)
     on_check = check_weeks[w]
     fit_z, fit_y, chk_z, chk_y = z[~on_check], y[~on_check], z[on_check], y[on_check]
     bias = fit_nll(fit_z, fit_y, args.l2) if args.objective == "nll" else fit_counts(fit_z, fit_y)
