@@ -12,6 +12,10 @@ from agent.day.calendar import RHYTHM_UID_SUFFIX, CalendarEvent, Night, is_rhyth
 from agent.day.evidence import PersonFacts
 from agent.day.plan import Answer, Block, DayInputs, DayPlan, DayPlanner, with_model_pick
 
+#: The real-day planner's one name: in the database (``recommendations.model`` of the blocks
+#: it chose), in ``rhythm sim eval --policy`` and in the docs.
+PLANNER_NAME = "day-planner"
+
 __all__ = [
     "RHYTHM_UID_SUFFIX",
     "Answer",
@@ -21,6 +25,7 @@ __all__ = [
     "DayPlan",
     "DayPlanner",
     "Night",
+    "PLANNER_NAME",
     "PersonFacts",
     "is_rhythm_event_id",
     "with_model_pick",
