@@ -92,7 +92,8 @@ def test_global_options_work_after_the_subcommand_too(run_cli, tmp_path):
     other = tmp_path / "other.duckdb"
     run_cli("--db", other, "init")
     code, out, err = run_cli("sql", "--json", "select count(*) as n from schema_migrations", "--db", other)
-    assert code == 0, err and json.loads(out)[0]["n"] > 0
+    assert code == 0, err
+    assert json.loads(out)[0]["n"] > 0
     code, out, _ = run_cli("db", "info", "--json", f"--db={other}")
     assert code == 0 and json.loads(out)["path"] == str(other)
     with pytest.raises(StorageError):  # --debug anywhere: the exception itself, not one line

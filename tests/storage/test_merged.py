@@ -128,7 +128,8 @@ def test_rhythm_sources_shows_and_changes_the_priority(rhythm_home, run_cli):
     assert steps[("healthkit", WATCH)]["used"] == 12 and steps[("healthkit", PHONE)]["used"] == 3
     assert steps[("healthkit", PHONE)]["rows"] == 15 and steps[("oura", "oura")]["used"] == 0
     code, out, err = run_cli("sources", "--set", "sleep=strap,ring", "--json")
-    assert code == 0, err and json.loads(out)["priority"]["sleep"][:2] == ["strap", "ring"]
+    assert code == 0, err
+    assert json.loads(out)["priority"]["sleep"][:2] == ["strap", "ring"]
     code, out, _ = run_cli("sql", "--json", "SELECT source FROM daily_sleep WHERE sleep_min IS NOT NULL")
     assert json.loads(out) == [{"source": "whoop"}]
     for bad in ("sleep=strap,strap", "naps=ring", "sleep", "sleep=satellite"):

@@ -88,7 +88,8 @@ def test_plain_reads_still_work(home, run_cli):
 
 def test_export_still_writes_parquet(home, run_cli, tmp_path):
     code, out, err = run_cli("export", tmp_path / "pq", "--json")
-    assert code == 0, err and (tmp_path / "pq" / "runs.parquet").exists()
+    assert code == 0, err
+    assert (tmp_path / "pq" / "runs.parquet").exists()
 
 
 def test_database_config_and_wal_are_private(home, run_cli):
