@@ -3,6 +3,11 @@
 Test data: everything lives in tests/fixtures (`FIXTURES`, see its README and NOTICE.md);
 the files no licence lets us copy are generated once per session into a temporary folder
 (`healthkit_xml`, `healthkit_zip`, `whoop_export`). Nothing is read from outside the repository.
+
+The day's decider is set once here for every test: the Bayesian day planner
+(RHYTHM_AGENT_BACKEND=bayes); a test of the local model asks for ``llm`` or ``auto`` itself.
+Tests marked ``ml`` are skipped, not errors, where the ml extra is not installed (`make test`
+deselects them anyway; `make test-all` installs the extra and runs them).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     for var in list(os.environ):
         if var.startswith("RHYTHM_") and var != "RHYTHM_HOME":
             monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("RHYTHM_AGENT_BACKEND", "bayes")
     yield home
 
 
@@ -72,3 +78,19 @@ def run_cli(capsys):
         return code, out.out, out.err
 
     return run
+
+
+#: The ml extra (pyproject.toml): a test that needs any of it is marked ``ml``.
+ML_EXTRA = ("torch", "transformers", "peft", "tokenizers", "safetensors", "gguf", "llama_cpp")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without the ml extra, the tests marked ``ml`` are skipped (with the reason), not run."""
+    from importlib.util import find_spec
+
+    if all(find_spec(m) is not None for m in ML_EXTRA):
+        return
+    skip = pytest.mark.skip(reason="needs the ml extra (pip install -e '.[ml]'); make test-all runs it")
+    for item in items:
+        if "ml" in item.keywords:
+            item.add_marker(skip)
