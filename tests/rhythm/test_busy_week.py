@@ -23,7 +23,7 @@ NOW = datetime(2025, 11, 19, 6, 50, tzinfo=TZ)
 
 @pytest.fixture
 def person(rhythm_home, tmp_path):
-    settings = load_settings(timezone="Europe/Berlin", agent_backend="bayes")
+    settings = load_settings(timezone="Europe/Berlin")
     with open_db(settings.database) as db:
         write_records(db, wearable_records())
     jobs.import_file(settings, "ics", write_ics(tmp_path))
@@ -75,7 +75,6 @@ def test_ignoring_every_block_three_times_changes_the_plan(person):
 
 def test_recommend_json_and_timeline_through_the_cli(person, run_cli, monkeypatch):
     monkeypatch.setenv("RHYTHM_TIMEZONE", "Europe/Berlin")
-    monkeypatch.setenv("RHYTHM_AGENT_BACKEND", "bayes")
     code, out, err = run_cli("recommend", "--date", WEDNESDAY.isoformat(), "--json")
     assert code == 0, err
     plan = json.loads(out)
@@ -126,7 +125,7 @@ def test_an_invitation_the_owner_declined_is_no_commitment(rhythm_home, tmp_path
     path = tmp_path / "invite.ics"
     path.write_text(invite)
     for owners, declined in ((None, False), ("me@example.org, other@example.org", True)):
-        settings = load_settings(timezone="Europe/Berlin", agent_backend="bayes", calendar_owner_emails=owners)
+        settings = load_settings(timezone="Europe/Berlin", calendar_owner_emails=owners)
         with open_db(settings.database) as db:
             write_records(db, wearable_records())
         jobs.import_file(settings, "ics", path)

@@ -52,7 +52,6 @@ def env(rhythm_home, servers, monkeypatch):
         "RHYTHM_GOOGLE_TOKEN_URL": gs.token_url,
         "RHYTHM_GOOGLE_CLIENT_ID": "gid",
         "RHYTHM_GOOGLE_CLIENT_SECRET": "gsecret",
-        "RHYTHM_AGENT_BACKEND": "bayes",
         "RHYTHM_TIMEZONE": "Europe/Amsterdam",
     }
     for k, v in values.items():

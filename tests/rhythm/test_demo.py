@@ -19,8 +19,7 @@ def test_sample_files_are_what_the_script_makes_and_small():
 
 
 @pytest.mark.slow
-def test_demo_prints_a_plan_and_writes_the_report(rhythm_home, tmp_path, run_cli, monkeypatch):
-    monkeypatch.setenv("RHYTHM_AGENT_BACKEND", "bayes")
+def test_demo_prints_a_plan_and_writes_the_report(rhythm_home, tmp_path, run_cli):
     home = tmp_path / "demo"
     code, out, err = run_cli("demo", "--demo-home", home)
     assert code == 0, err
@@ -45,7 +44,7 @@ def test_the_demo_plan_respects_maras_calendar(rhythm_home, tmp_path):
     from rhythm.demo import run_demo
     from rhythm.settings import load_settings
 
-    r = run_demo(load_settings(agent_backend="bayes"), tmp_path / "d")
+    r = run_demo(load_settings(), tmp_path / "d")
     plan = r.plan_obj.to_dict()
     spans = [(datetime.fromisoformat(c["start"]), datetime.fromisoformat(c["end"])) for c in plan["commitments"]]
     titles = {c["title"] for c in plan["commitments"]}

@@ -39,7 +39,6 @@ DAY = WEDNESDAY.isoformat()
 @pytest.fixture
 def person(rhythm_home, tmp_path, monkeypatch):
     monkeypatch.setenv("RHYTHM_TIMEZONE", "Europe/Berlin")
-    monkeypatch.setenv("RHYTHM_AGENT_BACKEND", "bayes")
     settings = load_settings()
     with open_db(settings.database) as db:
         write_records(db, wearable_records(WEDNESDAY + timedelta(days=1)))

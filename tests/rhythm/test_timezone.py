@@ -56,7 +56,7 @@ def _records():
 
 
 def test_the_whole_day_follows_the_configured_zone_not_the_process_zone(rhythm_home, new_york_process):
-    settings = load_settings(timezone="Europe/Berlin", agent_backend="bayes")
+    settings = load_settings(timezone="Europe/Berlin")
     assert time.localtime(NOW.timestamp()).tm_mday == 30  # the process is in New York ...
     assert local_today(settings, NOW) == MON  # ... the person in Berlin, where it is already Monday
     assert user_zone(load_settings()).key == "America/New_York"  # no zone configured: the machine's
@@ -99,7 +99,7 @@ def test_the_whole_day_follows_the_configured_zone_not_the_process_zone(rhythm_h
 
 
 def test_the_machine_zone_is_used_consistently_when_none_is_configured(rhythm_home, new_york_process):
-    settings = load_settings(agent_backend="bayes")
+    settings = load_settings()
     assert local_today(settings, NOW) == date(2025, 3, 30)
     with open_db(settings.database) as db:
         write_records(db, _records())
@@ -118,7 +118,7 @@ def test_an_unknown_zone_is_one_clear_error(rhythm_home, run_cli):
 
 def test_a_fixed_offset_row_keeps_its_own_offset(rhythm_home):
     """Rows with their own UTC offset (a trip to New York) are shown in that local time."""
-    settings = load_settings(timezone="Europe/Berlin", agent_backend="bayes")
+    settings = load_settings(timezone="Europe/Berlin")
     ny = timezone(timedelta(hours=-4))
     d = date(2025, 4, 2)
     rec = [Sample("apple", "steps", datetime(2025, 4, 2, 10, tzinfo=ny), datetime(2025, 4, 2, 11, tzinfo=ny),
