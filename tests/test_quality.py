@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -89,3 +90,72 @@ def test_no_script_folder_shadows_a_standard_library_module():
         here = Path(__file__).resolve().parent.parent / folder
         clash = sorted(p.stem for p in here.glob("*.py") if p.stem in sys.stdlib_module_names)
         assert clash == [], f"{folder}/: {clash} shadow the standard library"
+
+
+#: The ml extra's packages, and the test helpers and training functions that need them.
+ML_MODULES = {"torch", "transformers", "peft", "tokenizers", "safetensors", "gguf", "llama_cpp"}
+ML_NAMES = {
+    "tiny_gguf", "build_tiny_gguf", "train_tokenizer", "build_model", "GrammarDecoder", "needs_llama_cpp",
+}
+
+
+def _marks(decorators) -> set[str]:
+    """The pytest marks a decorator list (or a pytestmark value) names: pytest.mark.X -> X."""
+    found = set()
+    for node in decorators:
+        for sub in ast.walk(node):
+            if (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Attribute)
+                    and sub.value.attr == "mark"):
+                found.add(sub.attr)
+    return found
+
+
+def _needs_ml(node) -> str | None:
+    """Why the code under ``node`` needs the ml extra (an import, an importorskip, a helper
+    that trains a tokenizer, builds a model or a GGUF), or None."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Import):
+            hit = [a.name for a in sub.names if a.name.split(".")[0] in ML_MODULES]
+            if hit:
+                return f"imports {hit[0]}"
+        elif isinstance(sub, ast.ImportFrom) and (sub.module or "").split(".")[0] in ML_MODULES:
+            return f"imports {sub.module}"
+        elif (isinstance(sub, ast.Call) and getattr(sub.func, "attr", None) == "importorskip"
+              and sub.args and isinstance(sub.args[0], ast.Constant)
+              and str(sub.args[0].value).split(".")[0] in ML_MODULES):
+            return f"needs {sub.args[0].value}"
+        elif isinstance(sub, ast.Name) and sub.id in ML_NAMES:
+            return f"uses {sub.id}"
+        elif isinstance(sub, ast.arg) and sub.arg in ML_NAMES:
+            return f"uses {sub.arg}"
+    return None
+
+
+def test_every_test_that_needs_the_ml_extra_is_marked_ml():
+    """STYLE rule 19: `make test` runs without the ml extra, so a test that imports torch,
+    llama.cpp, gguf or tokenizers, or uses a helper that does, carries the ``ml`` mark (on
+    itself or its module's ``pytestmark``)."""
+    offenders = []
+    for path in sorted((REPO / "tests").rglob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        module_marks = set()
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "pytestmark" for t in node.targets):
+                module_marks |= _marks([node.value])
+        if "ml" in module_marks:
+            continue
+        rel = path.relative_to(REPO)
+        for node in tree.body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                if any(n.split(".")[0] in ML_MODULES for n in names):
+                    offenders.append(f"{rel}:{node.lineno}: the module imports {names[0]}")
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                why = _needs_ml(node)
+                if why and "ml" not in _marks(node.decorator_list):
+                    offenders.append(f"{rel}:{node.lineno}: {node.name} {why}")
+            elif not isinstance(node, ast.FunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom) and (
+                why := _needs_ml(node)
+            ):
+                offenders.append(f"{rel}:{node.lineno}: the module {why}")  # e.g. a module-level importorskip
+    assert offenders == []

@@ -56,6 +56,7 @@ def test_permute_qk_turns_halves_into_interleaved_pairs():
     assert permute_qk(w2, 2)[:, 0].tolist() == [0, 2, 1, 3, 4, 6, 5, 7]
 
 
+@pytest.mark.ml
 def test_tokenizer_vocab_types_and_padding():
     pytest.importorskip("tokenizers", reason="tokenizers is in the ml extra")
     tok = train_tokenizer(["hello world", "SLEEP b=.50,.50,.50"], vocab_size=300)
@@ -70,6 +71,7 @@ def test_tokenizer_vocab_types_and_padding():
         tokenizer_vocab(tok, n - 1)
 
 
+@pytest.mark.ml
 def test_missing_tensors_are_refused_before_writing(tmp_path):
     pytest.importorskip("tokenizers", reason="tokenizers is in the ml extra")
     tok = train_tokenizer(["a b c"], 300)

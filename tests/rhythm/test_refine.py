@@ -40,6 +40,7 @@ def test_too_few_answers_is_one_line_and_installs_nothing(settings, run_cli):  #
     assert not refined_model_path(settings).exists() and _runs(settings, "refine") == 0
 
 
+@pytest.mark.ml
 @needs_llama_cpp
 @pytest.mark.slow
 def test_refine_installs_a_model_recommend_then_uses(settings, run_cli):  # noqa: F811
@@ -64,6 +65,7 @@ def test_refine_installs_a_model_recommend_then_uses(settings, run_cli):  # noqa
     assert choose_backend(settings)[1] != path
 
 
+@pytest.mark.ml
 def test_a_bad_base_model_is_one_line(settings, run_cli, tmp_path):  # noqa: F811
     pytest.importorskip("torch")
     pytest.importorskip("peft")

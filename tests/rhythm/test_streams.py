@@ -186,6 +186,7 @@ def test_streams_command_is_deterministic(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.ml
 def test_stream_weeks_encode_with_every_target(person_db):
     """Every asked slot is a target in the encoded week, the last one too when the week
     ends at a decision (the person's data stops mid-week)."""

@@ -200,6 +200,7 @@ def test_calendar_combinations_that_are_not_measured_are_usage_errors(args, hint
     assert "Traceback" not in res.output
 
 
+@pytest.mark.ml
 @needs_llama_cpp
 def test_the_student_plays_a_misspecified_world_like_any_policy():
     """`--world` with the student (issue 21 item 5 measures students there): the plain

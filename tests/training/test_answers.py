@@ -13,7 +13,7 @@ from tests.agent.gguf_fixture import needs_llama_cpp
 
 pytest.importorskip("torch")
 pytest.importorskip("peft")
-pytestmark = [needs_llama_cpp, pytest.mark.slow]
+pytestmark = [needs_llama_cpp, pytest.mark.ml, pytest.mark.slow]
 
 
 def _prompts(seeds=(11, 12, 13)) -> list[str]:

@@ -3,7 +3,6 @@ stage end to end on the shipped real-days student writes a GGUF whose bias llama
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import numpy as np
@@ -11,9 +10,6 @@ import pytest
 
 from simulator import spec
 from training.calibrate import fit_counts, fit_nll, judge, softmax_nll
-
-ML = all(importlib.util.find_spec(m) for m in ("torch", "transformers", "tokenizers", "gguf", "llama_cpp"))
-needs_ml = pytest.mark.skipif(not ML, reason="needs the ml extra")
 
 
 def leaning_scores(n: int = 30000, seed: int = 0):
@@ -80,7 +76,6 @@ def test_greedy_over_chooses_what_sampling_does_not():
 
 
 @pytest.mark.ml
-@needs_ml
 def test_calibrate_stage_on_the_shipped_student(tmp_path):
     """Teacher weeks shaped like the product's -> a v4 dataset in the shipped student's
     tokenizer -> the stage: its report counts every decision, the fit lowers the cross-entropy

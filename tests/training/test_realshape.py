@@ -4,7 +4,6 @@ shows and labels, and that one training sequence computes exactly each step's v3
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import numpy as np
@@ -26,9 +25,6 @@ from training.realshape import (
     view_from_record,
 )
 from training.weeks import shaped, week_prompt
-
-ML = all(importlib.util.find_spec(m) for m in ("torch", "transformers", "tokenizers"))
-needs_ml = pytest.mark.skipif(not ML, reason="needs the ml extra")
 
 PRODUCT = Shape(
     kind="product", calendar=True, missing_share=0.45, missing_run=3.0, meter_missing=0.1,
@@ -160,7 +156,7 @@ def test_product_views_render_what_the_product_prompt_would(weeks):
     np.testing.assert_array_equal(np.isnan(again["meters"]), np.isnan(v["meters"]))
 
 
-@needs_ml
+@pytest.mark.ml
 @pytest.mark.parametrize("fmt", [FORMAT_V3, "rhythm v4"])
 def test_v3_training_sequence_computes_each_step_s_prompt(weeks, fmt):
     """One whole-week sequence with the answers inserted and hidden gives, at every target,
