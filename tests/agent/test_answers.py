@@ -214,6 +214,7 @@ def test_answer_information_is_zero_when_answers_cannot_tell_and_positive_when_t
     assert expected_abs_error(truth, w) > 0.2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("observe", ["clean", "noisy", "answers-only"])
 def test_the_agent_plays_and_reads_answers_in_every_condition(observe):
     agent = BayesAgent(accept_weight=0.003)
@@ -237,6 +238,7 @@ def test_answers_only_belief_tracks_the_ideal_posterior():
         assert abs(bayes["mae_curve"][:, k].mean() - ideal["mae_curve"][:, k].mean()) < 0.03
 
 
+@pytest.mark.slow
 def test_many_answers_grow_the_samples_when_asked():
     # Weeks of answers concentrate the importance weights; with min_ess the belief draws more.
     from simulator.feedback import accept_probability, utilities_batch

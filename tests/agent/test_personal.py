@@ -42,6 +42,7 @@ def test_steps_join_consecutive_slots_across_the_night_and_break_at_gaps():
     assert np.isnan(steps[0].before[1])  # missing stays missing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_planted_overnight_effect_is_recovered(seed):
     for name, planted in (("restores", +0.08), ("exercise-drains", -0.08)):
@@ -113,6 +114,7 @@ def _planned(dynamics=None, **over):
     return DayPlanner(inputs(dynamics=dynamics, **over)).plan()
 
 
+@pytest.mark.slow
 def test_the_plan_drops_exercise_for_a_person_whose_exercise_drains():
     base = _planned()
     assert "EXERCISE" in [b.action for b in base.blocks]  # the table's plan for this day

@@ -88,6 +88,7 @@ class _V4Script(ScriptedModel):
     prompt_format = "rhythm v4"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("observe", ["clean", "noisy"])
 def test_a_v4_student_is_given_the_filter_before_every_decision(observe):
     """A v4 student reads the Bayesian filter's line before each decision: the traits'

@@ -55,6 +55,7 @@ def counts(run_cli) -> dict[str, int]:
 
 
 # -- overlapping daily files ---------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("seed,offset", [(1, "+0100"), (2, "-0500"), (3, "+0530")])
 def test_overlapping_daily_files_count_each_bucket_once(rhythm_home, run_cli, tmp_path, seed, offset):
     files = hae.daily_files(tmp_path / "export", FIRST, 5, seed=seed, offset=offset)
@@ -383,6 +384,7 @@ def _bad_cases(tmp_path: Path) -> list[tuple[Path, list[str]]]:
     return cases
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_one_clear_line_and_change_nothing(rhythm_home, run_cli, tmp_path):
     cases = _bad_cases(tmp_path)
     for path, expected in cases:  # into an empty database: not even the raw table appears
@@ -423,6 +425,7 @@ def test_an_empty_push_is_fine(rhythm_home, run_cli, tmp_path):
 
 
 # -- mapping ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_rhythm_map_gives_meters_for_a_person_with_only_health_auto_export(rhythm_home, run_cli, tmp_path):
     hae.daily_files(tmp_path / "export", FIRST, 10, seed=21)
     imported(run_cli, tmp_path / "export")

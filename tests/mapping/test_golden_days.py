@@ -129,6 +129,7 @@ def test_apple_health_export(run_cli, rhythm_home, healthkit_zip):
         assert _action(db, "2021-02-07", "night")[0] is None
 
 
+@pytest.mark.slow
 def test_garmin_fit_activity(run_cli, rhythm_home, fixtures_dir):
     summary, db = _import_and_map(
         run_cli, rhythm_home,

@@ -58,6 +58,7 @@ def test_the_plan_fits_the_busy_day(person):
     assert "two short nights" in evidence or "HRV" in evidence  # her own numbers
 
 
+@pytest.mark.slow
 def test_ignoring_every_block_three_times_changes_the_plan(person):
     first = jobs.recommend(person, now=NOW)
     before = {s.slot: s.action for s in first.slots if s.kind != "bedtime"}

@@ -143,6 +143,7 @@ def _no_hidden(doc: Any) -> None:
 
 
 # -- listing ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_lists_tools_with_schemas_and_the_schema_resources(busy):
     async def body(client: Client) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -174,6 +175,7 @@ def test_lists_tools_with_schemas_and_the_schema_resources(busy):
 
 
 # -- the plan, its explanation and the answer ---------------------------------------------------
+@pytest.mark.slow
 def test_plan_meters_explanation_and_feedback_over_stdio(busy):
     day = WEDNESDAY.isoformat()
     answered: dict[str, Any] = {}
@@ -248,6 +250,7 @@ def test_plan_meters_explanation_and_feedback_over_stdio(busy):
     assert rows == [("ignore", answered["slot"])]
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_tool_errors_and_the_server_carries_on(busy):
     async def body(client: Client) -> None:
         assert client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS  # an initialize-era client
@@ -279,6 +282,7 @@ def _feedback_rows(settings) -> list[tuple]:
 
 
 # -- SQL ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_query_sql_refuses_writes_and_file_access_and_caps_rows(busy, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("not for the assistant")
@@ -360,6 +364,7 @@ def test_status_is_what_rhythm_status_json_gives(busy, run_cli):
     assert st["derived"]["rows"] == cli["derived"]["rows"]
 
 
+@pytest.mark.slow
 def test_get_insights_calls_find_insights(busy):
     insights = pytest.importorskip("rhythm.insights")
     expected = insights.find_insights(busy)
@@ -385,6 +390,7 @@ def test_get_insights_calls_find_insights(busy):
 
 
 # -- another person; no database ----------------------------------------------------------------
+@pytest.mark.slow
 def test_apple_health_person_meters_and_plan(apple):
     with open_db(apple.database, read_only=True) as db:
         stored = meter_rows(db, None, 3)

@@ -273,6 +273,7 @@ def test_auth_google_write_when_the_person_unticks_writing(google, plain_http_co
 
 
 # -- the daemon ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_morning_run_pushes_only_when_asked(google, monkeypatch):
     g, settings = google
     results = daemon.run_cycle(settings, sources=[], day=WEDNESDAY)

@@ -33,6 +33,7 @@ def _runs(settings, kind: str) -> int:  # noqa: F811
         return db.con.execute("SELECT count(*) FROM runs WHERE kind = ?", [kind]).fetchone()[0]
 
 
+@pytest.mark.ml
 def test_too_few_answers_is_one_line_and_installs_nothing(settings, run_cli):  # noqa: F811
     code, _, err = run_cli("--home", settings.home, "train", "refine")
     lines = [x for x in err.splitlines() if x.strip()]
@@ -81,6 +82,7 @@ def test_a_bad_base_model_is_one_line(settings, run_cli, tmp_path):  # noqa: F81
     assert not refined_model_path(settings).exists() and _runs(settings, "refine") == 0
 
 
+@pytest.mark.slow
 def test_a_v4_base_gets_examples_with_the_filter_of_each_answered_slot(settings):  # noqa: F811
     """Refining a v4 student: each example's prompt carries the filter's line before every
     slot of that week up to the answered one, as `rhythm recommend` would have shown it."""

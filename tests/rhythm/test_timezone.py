@@ -98,6 +98,7 @@ def test_the_whole_day_follows_the_configured_zone_not_the_process_zone(rhythm_h
     assert nxt.utcoffset() == timedelta(hours=2)  # summer time already
 
 
+@pytest.mark.slow
 def test_the_machine_zone_is_used_consistently_when_none_is_configured(rhythm_home, new_york_process):
     settings = load_settings()
     assert local_today(settings, NOW) == date(2025, 3, 30)

@@ -116,6 +116,7 @@ def test_eval_feedback_json_adds_the_feedback_fields():
     assert res.exit_code == 0 and "acceptance" in res.stdout and "days 6-7" in res.stdout
 
 
+@pytest.mark.ml
 def test_eval_feedback_errors_are_usage_errors(tmp_path):
     res = runner.invoke(app, ["eval", "--policy", "random", "--observe", "blurry"])
     assert res.exit_code == 2 and "--observe" in res.output

@@ -400,6 +400,7 @@ def test_first_import_into_an_empty_bulk_table_appends_directly_and_the_last_row
     assert db.query("SELECT count(*), count(DISTINCT start_ts) FROM samples")[1] == [(n - 1, n - 1)]
 
 
+@pytest.mark.slow
 def test_key_filter_never_misses_a_repeat():
     """The first-import key filter: every repeat (across batches or inside one) is reported;
     new keys mostly are not."""

@@ -211,6 +211,7 @@ def test_week_shapes_mix_feedback_and_world_weeks_in_their_shares():
     assert {s.answered for s in shapes if s.kind == "product"} == {0.0, 0.3, 0.7, 1.0}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("observe", ["noisy", "answers-only"])
 def test_a_feedback_week_shows_each_answer_after_its_step_and_only_what_was_observed(observe):
     rec = json.loads(json.dumps(teacher_week(11, "in-dist", Shape(kind="feedback", observe=observe))))
@@ -278,6 +279,7 @@ class _V4Script:
         return self._m.prompts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("observe", [None, "noisy", "answers-only"])
 def test_the_v4_student_s_filter_reads_the_week_as_the_teacher_s_did(observe):
     """The filter lines a v4 student is given in ``rhythm sim eval`` are the ones its training
