@@ -30,7 +30,7 @@ demo: $(VENV)/.base-installed
 	$(BIN)/rhythm demo
 
 test: $(VENV)/.test-installed
-	$(BIN)/python -m pytest -m "not slow and not ml"
+	$(BIN)/python -m pytest -n 2 -m "not slow and not ml"
 
 test-all: $(VENV)/.ml-installed
 	$(BIN)/python -m pytest
