@@ -1,6 +1,6 @@
 """Register the Bayesian agents in the simulator's policy registry (for ``rhythm sim eval``).
 
-- ``bayes``: the teacher, :class:`agent.planner.BayesAgent` with default settings.
+- ``bayes``: the teacher, :class:`agent.teacher.BayesAgent` with default settings.
 - ``bayes-noinfo``: the same planner without the expected-belief-accuracy term (ablation:
   no deliberate probing).
 - ``belief-only``: the spec 9 heuristic's actions with the Bayesian belief (ablation: what
@@ -19,8 +19,8 @@
 from __future__ import annotations
 
 from agent.ideal import IdealPolicy
-from agent.planner import BayesAgent
 from agent.robust import RobustAgent
+from agent.teacher import BayesAgent
 from simulator.policies import policy_names, register_policy
 
 

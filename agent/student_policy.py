@@ -136,7 +136,7 @@ class FilterTrack:
     PyTorch student (``training.student.TorchStudent``)."""
 
     def __init__(self, feedback: bool = False, observe: str = "clean") -> None:
-        from agent.planner import BayesAgent
+        from agent.teacher import BayesAgent
 
         self.agent = BayesAgent(plan=False)
         self.agent.configure(feedback=feedback, observe=observe)

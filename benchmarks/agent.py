@@ -29,8 +29,8 @@ sys.path.insert(0, str(_HERE.parent))
 
 import numpy as np  # noqa: E402
 
-from agent.planner import BayesAgent  # noqa: E402
 from agent.policies import register_agent_policies  # noqa: E402
+from agent.teacher import BayesAgent  # noqa: E402
 from simulator import spec  # noqa: E402
 from simulator.env import RhythmEnv  # noqa: E402
 from simulator.evaluate import PUBLISHED, evaluate  # noqa: E402

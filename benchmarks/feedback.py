@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 
 from agent.answers import answer_log_likelihood, track_states  # noqa: E402
 from agent.ideal import IdealPosterior  # noqa: E402
-from agent.planner import BayesAgent  # noqa: E402
+from agent.teacher import BayesAgent  # noqa: E402
 from simulator import spec  # noqa: E402
 from simulator.dynamics import compact_params  # noqa: E402
 from simulator.evaluate import episode_plan, evaluate  # noqa: E402

@@ -236,7 +236,7 @@ class StreamTeacher:
     necessarily follow the last plan."""
 
     def __init__(self, noise_sd: float = REAL_NOISE_SD):
-        from agent.planner import BayesAgent
+        from agent.teacher import BayesAgent
 
         self.agent = BayesAgent(noise_sd=noise_sd)
         self.rewards: list[float] = []

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from agent.planner import INFO, PlanModel, expected_belief_accuracy
+from agent.world import INFO, PlanModel, expected_belief_accuracy
 from simulator import spec
 from simulator.policies import heuristic_action
 
@@ -146,13 +146,13 @@ def expected_effect(model: PlanModel, plan: np.ndarray, meters: np.ndarray, slot
 
 class HorizonAgent:
     """The real-day planner's objective as a simulator policy (``bayes-horizon``): the
-    Bayesian belief of :class:`agent.planner.BayesAgent`, and at every step the first action
+    Bayesian belief of :class:`agent.teacher.BayesAgent`, and at every step the first action
     of :func:`plan_horizon` over the next ``length`` slots (no end of the week, a terminal
     value and the value of learning), so the cost of planning without the week's end is a
     number (docs/agent.md)."""
 
     def __init__(self, length: int = 8, rounds: int = 4, n_samples: int = 6):
-        from agent.planner import BayesAgent
+        from agent.teacher import BayesAgent
 
         self._inner = BayesAgent(n_samples=n_samples)
         self.length, self.rounds = int(length), int(rounds)

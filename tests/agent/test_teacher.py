@@ -5,16 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.planner import (
-    EVENT_MEAN,
-    BayesAgent,
-    PlanModel,
-    default_plan,
-    expected_belief_accuracy,
-    improve_plan,
-    neighbours,
-)
 from agent.policies import register_agent_policies
+from agent.teacher import BayesAgent, default_plan, improve_plan, neighbours
+from agent.world import EVENT_MEAN, PlanModel, expected_belief_accuracy
 from simulator import spec
 from simulator.dynamics import reward, step
 from simulator.evaluate import evaluate
