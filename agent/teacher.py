@@ -366,7 +366,7 @@ class BayesAgent:
     # -- planning ---------------------------------------------------------------------------
     def _plan_model(self) -> tuple[PlanModel, float]:
         """The rollout model of this decision and the scale of a future step's information
-        (hook: :class:`agent.robust.RobustAgent` adds learned effects and caution)."""
+        (hook: :class:`agent.lab.robust.RobustAgent` adds learned effects and caution)."""
         bs = self.belief_state
         params = bs.sample_params(self.n_samples)
         params[0] = bs.profile_estimate().to_array()

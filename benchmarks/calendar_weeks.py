@@ -60,7 +60,7 @@ PAIRS = (("bayes-calendar", "bayes"), ("student + cal lines", "student"))
 def _policy(kind: str):
     if not kind.startswith("student"):
         return kind
-    from agent.student_policy import StudentPolicy
+    from agent.lab.student_policy import StudentPolicy
     from rhythm.recommend import bundled_model_path
 
     return StudentPolicy.from_gguf(bundled_model_path(), read_calendar=kind == "student+cal")
@@ -100,7 +100,7 @@ def paired(a: np.ndarray, b: np.ndarray) -> dict[str, float | int]:
 
 
 def run(episodes: int, student_episodes: int, with_student: bool, console: Console) -> dict:
-    from agent.policies import register_agent_policies
+    from agent.lab.policies import register_agent_policies
     from simulator.evaluate import rollout
 
     register_agent_policies()

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from agent.llm_policy import LLMPolicy  # noqa: E402
+from agent.lab.llm_policy import LLMPolicy  # noqa: E402
 from agent.prompting import render_compact  # noqa: E402
 from agent.runtime import LlamaCppModel  # noqa: E402
 from simulator import spec  # noqa: E402

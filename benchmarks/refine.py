@@ -38,8 +38,8 @@ from rich.progress import Progress  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from agent.hindsight import Answered, answer_targets  # noqa: E402
+from agent.lab.student_policy import StudentPolicy  # noqa: E402
 from agent.prompting import format_output  # noqa: E402
-from agent.student_policy import StudentPolicy  # noqa: E402
 from agent.teacher import BayesAgent  # noqa: E402
 from simulator.env import RhythmEnv  # noqa: E402
 from simulator.profiles import sample_profile  # noqa: E402

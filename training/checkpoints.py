@@ -46,8 +46,8 @@ def write_gguf(
 ) -> Path:
     """``model`` as an f32 GGUF at ``path`` (``<|endoftext|>`` as BOS and EOS, the prompt
     format and any ``metadata`` string keys in the metadata)."""
-    from agent.gguf_writer import LlamaConfig, write_llama_gguf
     from agent.prompting import GGUF_FORMAT_KEY
+    from training.gguf_writer import LlamaConfig, write_llama_gguf
 
     tok = load_tokenizer(tokenizer_path)
     eos = tok.token_to_id(EOS)

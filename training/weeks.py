@@ -40,7 +40,7 @@ DECIMALS = 6
 
 def teacher_policy(name: str):
     """A registered policy by name (``bayes``, ``heuristic``, ...), the agent's included."""
-    from agent.policies import register_agent_policies
+    from agent.lab.policies import register_agent_policies
     from simulator.policies import get_policy
 
     register_agent_policies()

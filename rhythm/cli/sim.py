@@ -35,16 +35,21 @@ def sim() -> None:
 
 def register_app_policies() -> None:
     """The app shell plugs the agents of agent/ into the simulator's registry by name."""
-    from agent.policies import register_agent_policies
+    from agent.lab.policies import register_agent_policies
 
     register_agent_policies()
 
 
 @app.command("policies")
 def policies_cmd() -> None:
-    """List the registered policy names."""
-    for name in policy_names():
-        console.print(name, highlight=False)
+    """List the policy names, grouped: baselines, teachers, the day planner, references and
+    students."""
+    from agent.lab.policies import policy_groups
+
+    for group, names in policy_groups().items():
+        console.print(f"{group}:", highlight=False)
+        for name in names:
+            console.print(f"  {name}", highlight=False)
 
 
 @app.command("eval")
@@ -285,8 +290,8 @@ def _make_policy(policy: str, student, read_calendar: bool = False):
         raise typer.BadParameter(
             "the student needs llama-cpp-python: pip install 'rhythm[ml]'", param_hint="--policy"
         )
+    from agent.lab.student_policy import StudentPolicy
     from agent.runtime import check_gguf
-    from agent.student_policy import StudentPolicy
     from common.errors import ModelError
 
     try:

@@ -2,7 +2,7 @@
 
 Nothing is downloaded: the tokenizer is trained here with ``tokenizers`` on rendered
 simulator episodes (compact and chat form) and output lines; the weights are random
-(numpy, seeded); :func:`agent.gguf_writer.write_llama_gguf` writes the file. The model's
+(numpy, seeded); :func:`training.gguf_writer.write_llama_gguf` writes the file. The model's
 answers are nonsense, which is the point: the grammar alone must make them valid.
 
 Needs the ml extra (``tokenizers``, ``gguf``); import it only from tests that do.
@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.gguf_writer import LlamaConfig, write_llama_gguf
 from agent.prompting import format_output, render_chat, render_compact
 from simulator import spec
 from simulator.env import RhythmEnv
 from simulator.policies import RandomPolicy
+from training.gguf_writer import LlamaConfig, write_llama_gguf
 
 EOS = "<|endoftext|>"
 #: A minimal chat template (role lines), so chat completion works without llama-cpp-python's

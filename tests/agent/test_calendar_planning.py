@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agent.lab.student_policy import StudentPolicy, calendar_events
 from agent.prompting import format_output
 from agent.runtime import ScriptedModel
-from agent.student_policy import StudentPolicy, calendar_events
 from agent.teacher import (
     BayesAgent,
     apply_forced,

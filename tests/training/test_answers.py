@@ -38,7 +38,6 @@ def _pick(path: Path, prompt: str) -> str:
 
 
 def test_the_refined_student_gives_the_answers_it_was_refined_on(tmp_path):
-    from agent.gguf_writer import with_metadata
     from agent.prompting import GGUF_ACTION_BIAS_KEY
     from agent.runtime import LlamaCppModel
     from training.answers import (
@@ -48,6 +47,7 @@ def test_the_refined_student_gives_the_answers_it_was_refined_on(tmp_path):
         load_gguf_student,
         refine_gguf,
     )
+    from training.gguf_writer import with_metadata
 
     # a base that carries an action bias (training.calibrate): the refined model keeps it
     base = with_metadata(bundled_model_path(), tmp_path / "base" / "student.gguf",

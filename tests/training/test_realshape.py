@@ -287,8 +287,8 @@ def test_the_v4_student_s_filter_reads_the_week_as_the_teacher_s_did(observe):
     """The filter lines a v4 student is given in ``rhythm sim eval`` are the ones its training
     weeks carried: the student plays the teacher's week (its recorded answers), and every
     ``b`` line of its prompts is the teacher's filter at that step."""
+    from agent.lab.student_policy import StudentPolicy
     from agent.prompting import FORMAT_V4, filter_line, format_output
-    from agent.student_policy import StudentPolicy
     from simulator.feedback_eval import play_episodes
 
     shape = Shape() if observe is None else Shape(kind="feedback", observe=observe)

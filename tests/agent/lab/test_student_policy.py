@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agent.lab.student_policy import StudentPolicy
 from agent.prompting import format_output
 from agent.runtime import ScriptedModel
-from agent.student_policy import StudentPolicy
 from simulator import spec
 from simulator.feedback_eval import play_episodes
 from tests.agent.gguf_fixture import needs_llama_cpp
@@ -48,7 +48,7 @@ def test_the_view_carries_missing_meters_forward_and_zeroes_missing_deltas():
 
 
 def test_clean_without_feedback_the_student_sees_the_observation_unchanged():
-    from agent.llm_policy import LLMPolicy
+    from agent.lab.llm_policy import LLMPolicy
 
     out = format_output(spec.EXERCISE, (0.5, 0.5, 0.5))
     a, b = ScriptedModel(default=out), ScriptedModel(default=out)

@@ -1,6 +1,6 @@
 """The distilled student as a simulator policy in every mode (feedback.md).
 
-:class:`StudentPolicy` wraps :class:`agent.llm_policy.LLMPolicy` (compact prompt, GBNF
+:class:`StudentPolicy` wraps :class:`agent.lab.llm_policy.LLMPolicy` (compact prompt, GBNF
 answer) so ``rhythm sim eval --policy student`` runs with or without feedback and under
 every observation condition:
 
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from agent.llm_policy import LLMPolicy
+from agent.lab.llm_policy import LLMPolicy
 from agent.prompting import FORMAT_V4, MAX_FEEDBACK, STREAM_FORMATS
 from agent.runtime import LlamaCppModel, Model
 from simulator import spec

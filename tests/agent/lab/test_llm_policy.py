@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from agent.llm_policy import LLMPolicy
+from agent.lab.llm_policy import LLMPolicy
 from agent.prompting import OUTPUT_GBNF, format_output, render_compact
 from agent.runtime import LlamaCppModel, ScriptedModel
 from common.errors import ModelError

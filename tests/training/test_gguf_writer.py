@@ -5,16 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.gguf_writer import (
-    TOKEN_CONTROL,
-    TOKEN_NORMAL,
-    TOKEN_UNUSED,
-    LlamaConfig,
-    gguf_tensor_name,
-    permute_qk,
-    tokenizer_vocab,
-    write_llama_gguf,
-)
 from agent.prompting import render_compact
 from tests.agent.gguf_fixture import (
     EOS,
@@ -23,6 +13,16 @@ from tests.agent.gguf_fixture import (
     needs_llama_cpp,
     random_llama_tensors,
     train_tokenizer,
+)
+from training.gguf_writer import (
+    TOKEN_CONTROL,
+    TOKEN_NORMAL,
+    TOKEN_UNUSED,
+    LlamaConfig,
+    gguf_tensor_name,
+    permute_qk,
+    tokenizer_vocab,
+    write_llama_gguf,
 )
 
 
