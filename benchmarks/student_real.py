@@ -22,7 +22,7 @@ commitments; the night is a bedtime and never asked). For each:
   student's product-shaped training weeks);
 - **planner**: the day planner's choice for the slot before the model is asked;
 - **each model**: its raw pick through ``rhythm.recommend.make_plan`` (the product's prompt
-  for the model's format: v3 the whole week, v1/v2 the week after its last gap).
+  for the model's format: v4 the whole week, v1 the week after its last gap).
 
 Reported: agreement with the teacher (and with the planner), per stream and overall, and the
 action histograms (the goal: agreement >= 0.8 and no action chosen more often than the
@@ -44,7 +44,7 @@ for the later run).
 the streams above are held out from training by kind (the student's stream weeks come from
 another generator), these only by seed. ``--sim-weeks N`` adds simulated product-shaped weeks
 (``training.realshape.product_week`` on evaluation seeds): agreement with the teacher's
-label at every free step, v3 and v4 models only.
+label at every free step, v4 models only.
 """
 
 from __future__ import annotations
@@ -296,13 +296,13 @@ def stream_decisions(stream: Stream, days: int, models: dict[str, Path], teacher
 
 
 def sim_decisions(weeks: int, models: dict[str, Path], seed0: int = 20_000_000) -> list[dict[str, Any]]:
-    from agent.prompting import OUTPUT_GBNF, STREAM_FORMATS, parse_output
+    from agent.prompting import FORMAT_V4, OUTPUT_GBNF, parse_output
     from agent.runtime import LlamaCppModel
     from training.realshape import draw_shape, product_week
     from training.weeks import week_prompt
 
     loaded = {n: LlamaCppModel(p, n_ctx=2048, n_threads=1) for n, p in models.items()}
-    v3 = {n: m for n, m in loaded.items() if m.prompt_format in STREAM_FORMATS}
+    v4 = {n: m for n, m in loaded.items() if m.prompt_format == FORMAT_V4}
     rng = np.random.default_rng(seed0)
     out = []
     for w in range(weeks):
@@ -312,7 +312,7 @@ def sim_decisions(weeks: int, models: dict[str, Path], seed0: int = 20_000_000) 
             if ans is None:
                 continue
             row = {"stream": "sim-product", "week": w, "t": shape.start + k, "teacher": ACTIONS[ans["action"]]}
-            for name, m in v3.items():
+            for name, m in v4.items():
                 prompt, _ = week_prompt(rec, k, m.prompt_format)
                 p = parse_output(m.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=24))
                 row[name] = p.action if p.valid else None
@@ -520,7 +520,7 @@ def main() -> None:
     ap.add_argument("--generated", type=int, default=4, help="seeded generated people")
     ap.add_argument("--unseen", type=int, default=0,
                     help="people of the stream weeks' generator on unseen seeds (reported apart)")
-    ap.add_argument("--sim-weeks", type=int, default=0, help="simulated product-shaped weeks (v3 models)")
+    ap.add_argument("--sim-weeks", type=int, default=0, help="simulated product-shaped weeks (v4 models)")
     ap.add_argument("--streams", nargs="*", default=None, help="only these streams (names)")
     ap.add_argument("--teacher-seeds", type=int, default=4,
                     help="run the teacher with this many seeds per decision (how sharp its label is)")

@@ -504,9 +504,9 @@ def model_prompt(
     (``filters``, :func:`person_filters`). Formats v1/v2 cannot say "unknown": the week from after
     its last gap (``_renderable_suffix``), with ``events`` and the last 8 answers as context.
     Raises ValueError when there is nothing to render."""
-    from agent.prompting import FORMAT_V4, STREAM_FORMATS, observed_view, render_compact
+    from agent.prompting import FORMAT_V4, observed_view, render_compact
 
-    if fmt in STREAM_FORMATS:
+    if fmt == FORMAT_V4:
         if not week:
             raise ValueError("no slots this week")
         monday = date.fromisoformat(week[0][1]["local_day"]) - timedelta(days=week[0][0]["day"])

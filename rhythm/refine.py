@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from agent.prompting import FORMAT_V4
+from agent.prompting import FORMAT_V4, model_prompt_format
 from common.errors import ModelError, RhythmError
 from common.records import ACTIONS, METERS, SLOTS
 from rhythm.derive import observation_records
@@ -149,7 +149,10 @@ def refine(
     if not base.is_file():
         raise ModelError(f"{base}: model file not found")
     check_gguf(base)
-    fmt = gguf_prompt_format(base) or "rhythm v1"
+    try:
+        fmt = model_prompt_format(gguf_prompt_format(base))
+    except ValueError as exc:  # a student of a retired format: say so, do not skip every answer
+        raise ModelError(f"{base.name}: {exc}") from None
     data = collect(db, settings, fmt)
     if not data.examples:
         raise RhythmError(f"none of the {data.answers} answers could be rendered as a prompt (no meters that week)")

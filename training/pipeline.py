@@ -208,7 +208,7 @@ class Args:
     """The whole pipeline."""
 
     budget: str = help_field(
-        "smoke", "budget preset: smoke, medium or full (v3); smoke-v1, medium-v1 or full-v1"
+        "smoke", "budget preset: smoke, medium or full (v4); smoke-v1, medium-v1 or full-v1"
     )
     out: str = help_field("runs/smoke", "output root (one folder per stage)")
     results_md: str = help_field(
@@ -518,13 +518,13 @@ def _data_summary(root: Path, ck: dict[str, Any]) -> str:
 
 
 def ship(root: Path, dest: Path, args: Args) -> Path:
-    """Copy ``student-q8_0.gguf`` into ``dest`` with a generated ``MODEL_CARD.md``: a v3 or v4
+    """Copy ``student-q8_0.gguf`` into ``dest`` with a generated ``MODEL_CARD.md``: a v4
     student (trained on product-shaped weeks) as ``student-real-q8_0.gguf``, the model
-    ``rhythm recommend`` asks; a v1/v2 one as ``student-q8_0.gguf``, the simulator's."""
+    ``rhythm recommend`` asks; a v1 one as ``student-q8_0.gguf``, the simulator's."""
     src = root / "export" / "student-q8_0.gguf"
     dest.mkdir(parents=True, exist_ok=True)
-    v3 = checkpoint_prompt_format(final_checkpoint(root)) in ("rhythm v3", "rhythm v4")
-    name = "student-real-q8_0.gguf" if v3 else "student-q8_0.gguf"
+    v4 = checkpoint_prompt_format(final_checkpoint(root)) == "rhythm v4"
+    name = "student-real-q8_0.gguf" if v4 else "student-q8_0.gguf"
     shutil.copy(src, dest / name)
     ck = json.loads((final_checkpoint(root) / "checkpoint.json").read_text())
     parity = json.loads((root / "export" / "parity.json").read_text())
@@ -559,7 +559,7 @@ def ship(root: Path, dest: Path, args: Args) -> Path:
         'Bayesian agent stays available (`agent_backend = "bayes"` in config.toml).',
         "",
     ]
-    (dest / ("MODEL_CARD_real.md" if v3 else "MODEL_CARD.md")).write_text("\n".join(card))
+    (dest / ("MODEL_CARD_real.md" if v4 else "MODEL_CARD.md")).write_text("\n".join(card))
     return dest / name
 
 

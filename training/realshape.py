@@ -16,7 +16,7 @@ gives its Bayesian agent:
   builds it;
 - :func:`teacher_view` (what ``rhythm.recommend`` feeds the belief: deltas of unobserved
   meters NaN, the reward NaN unless every meter was observed) and
-  ``agent.prompting.observed_view`` (what the v3 prompt shows);
+  ``agent.prompting.observed_view`` (what the v4 prompt shows);
 - :class:`StreamTeacher`: the Bayesian agent on such a stream, as the product runs it: the
   belief fed every masked observation (earlier weeks too), the rest of the week planned
   afresh at every decision (the person did not follow the last plan);

@@ -126,7 +126,7 @@ def shaped(rec: dict[str, Any]) -> dict[str, Any]:
     if rec.get("format") == SHAPED_FORMAT:
         return rec
     if "student_actions" in rec:
-        raise ValueError("DAgger weeks have no v3 layout")
+        raise ValueError("DAgger weeks have no v4 layout")
     return {
         **rec,
         "format": SHAPED_FORMAT,
@@ -147,24 +147,23 @@ def filter_context(rec: dict[str, Any]) -> dict[int, list[float]]:
     return {t0 + i: f for i, f in enumerate(rec["filters"])}
 
 
-def week_context(rec: dict[str, Any], fmt: str) -> dict[str, Any]:
-    """A shaped week's prompt context in a stream format: v4 adds the filter's beliefs."""
-    from agent.prompting import FORMAT_V4
-
-    return {**rec["context"], "filters": filter_context(rec)} if fmt == FORMAT_V4 else rec["context"]
+def week_context(rec: dict[str, Any]) -> dict[str, Any]:
+    """A shaped week's v4 prompt context: its fixed slots, answers and observation condition,
+    and the filter's beliefs."""
+    return {**rec["context"], "filters": filter_context(rec)}
 
 
 def week_prompt(rec: dict[str, Any], k: int, fmt: str) -> tuple[str, int | None]:
     """The prompt for the ``k``-th decision of a week record (0 = its first step) in format
     ``fmt``, and the teacher's action there (None: no target, a fixed slot)."""
-    from agent.prompting import STREAM_FORMATS, render_compact
+    from agent.prompting import FORMAT_V4, check_prompt_format, render_compact
 
-    if fmt in STREAM_FORMATS:
+    if check_prompt_format(fmt) == FORMAT_V4:
         from training.realshape import view_from_record
 
         w = shaped(rec)
         views = [view_from_record(v) for v in w["views"][: k + 1]]
         ans = w["answers"][k]
-        return render_compact(views, week_context(w, fmt), fmt=fmt), None if ans is None else int(ans["action"])
+        return render_compact(views, week_context(w), fmt=fmt), None if ans is None else int(ans["action"])
     beliefs = [None if b is None else tuple(b) for b in rec["beliefs"][:k]]
     return render_compact(rec["observations"][: k + 1], None, beliefs, fmt=fmt), int(rec["actions"][k])

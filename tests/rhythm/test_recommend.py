@@ -302,8 +302,8 @@ def _week_with_gaps(settings):
     return monday
 
 
-def test_a_v3_model_sees_the_whole_week_with_its_gaps(settings):
-    """The v3 prompt starts on Monday whatever is missing: an unread slot's meters and an
+def test_a_v4_model_sees_the_whole_week_with_its_gaps(settings):
+    """The v4 prompt starts on Monday whatever is missing: an unread slot's meters and an
     unclassified slot's action are ?, the week's fixed slots are cal lines (classes, never
     titles), this week's answers fb lines; a v1 model sees only the week after its last gap."""
     from types import SimpleNamespace
@@ -311,7 +311,7 @@ def test_a_v3_model_sees_the_whole_week_with_its_gaps(settings):
 
     from agent.day.calendar import frame_day, sleep_habits
     from rhythm.derive import observation_records
-    from rhythm.recommend import _calendar, _week_fixed, model_prompt
+    from rhythm.recommend import _calendar, _week_fixed, model_prompt, person_filters
     from storage import plans
 
     monday = _week_with_gaps(settings)
@@ -323,9 +323,10 @@ def test_a_v3_model_sees_the_whole_week_with_its_gaps(settings):
         fixed = _week_fixed(db, SimpleNamespace(frame=today), monday, DAY, tz)
         answers = plans.answers(db)
     assert {"day": 0, "slot": "afternoon", "action": "ADMIN_WORK"} in fixed
-    prompt = model_prompt(records, fixed, answers, "rhythm v3")
-    lines = prompt.split("\n")
-    assert lines[:4] == ["rhythm v3", "obs noisy", "day 0", "cal afternoon ADMIN_WORK"]
+    filters = person_filters(records, answers, monday)
+    prompt = model_prompt(records, fixed, answers, "rhythm v4", filters=filters)
+    lines = [x for x in prompt.split("\n") if not x.startswith("b ")]  # the filter: the test above
+    assert lines[:4] == ["rhythm v4", "obs noisy", "day 0", "cal afternoon ADMIN_WORK"]
     assert "afternoon: ? ? m ? ? ? ? ? x ? ? ? ? ?" in lines  # Monday afternoon: nothing known
     assert lines[lines.index("day 1") + 3].startswith("evening:FAMILY_TIME") and "fb SOCIALIZE ignored" in lines
     assert lines[-2:] == ["day 2", "morning:"] and "Offsite" not in prompt
@@ -334,23 +335,8 @@ def test_a_v3_model_sees_the_whole_week_with_its_gaps(settings):
     steps = [line for line in old.split("\n") if line.split(":")[0] in SLOTS]
     assert old.startswith("rhythm v1\n") and steps[0].startswith("evening:") and len(steps) == 7  # after the gap
     assert old.endswith("\nday 2\nmorning:") and "fb d1 evening SOCIALIZE ignored" in old
-
-
-@pytest.mark.ml
-@needs_llama_cpp
-def test_a_v3_gguf_picks_the_current_slot_from_the_whole_week(settings, tmp_path):
-    """A v3 model (its GGUF says so) answers inside the grammar on the product's week, and
-    the plan records what it and the planner chose."""
-    from dataclasses import replace
-
-    from tests.agent.gguf_fixture import build_tiny_gguf
-
-    path, _ = build_tiny_gguf(tmp_path / "tiny-v3.gguf", metadata={"rhythm.prompt_format": "rhythm v3"})
-    _week_with_gaps(settings)
-    plan = recommend(replace(settings, model_path=path, agent_backend="llm"), day=DAY, now=_now(DAY, 8))
-    assert not any("no valid answer" in n or "could not be rendered" in n for n in plan.notes)
-    assert plan.picks["model"] in ACTIONS and plan.picks["planner"] in ACTIONS
-    assert plan.slots[0].model == f"llm:{path.name}" or any(path.name in n for n in plan.notes)
+    with pytest.raises(ValueError, match="'rhythm v3' was retired"):
+        model_prompt(records, fixed, answers, "rhythm v3")
 
 
 def test_a_v4_model_reads_the_filter_before_every_slot_of_the_week(settings):

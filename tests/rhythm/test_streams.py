@@ -18,7 +18,7 @@ from rhythm.refine import week_frames
 from rhythm.settings import user_zone
 from rhythm.streams import person_settings, stream_weeks, synthetic_person
 from storage import open_db
-from training.dataset import v3_text
+from training.dataset import v4_text
 from training.weeks import week_prompt
 
 
@@ -145,7 +145,7 @@ def test_training_prompt_is_the_products_prompt(person_db):
         records = observation_records(db, monday - timedelta(weeks=HISTORY_WEEKS), person.last, tz=tz)
         week = [(o, i) for o, i in records if monday <= date.fromisoformat(i["local_day"]) < monday + timedelta(days=7)]
         assert len(week) == len(w["views"]) == len(w["answers"]) == len(w["filters"])
-        text, answers = v3_text(w, FORMAT_V4)  # the dataset's encoding accepts the week
+        text, answers = v4_text(w)  # the dataset's encoding accepts the week
         assert len(answers) == len(w["answers"])
         for k, ans in enumerate(w["answers"]):
             day, slot = date.fromisoformat(week[k][1]["local_day"]), SLOTS.index(week[k][1]["slot_name"])
@@ -196,7 +196,7 @@ def test_stream_weeks_encode_with_every_target(person_db):
     w = weeks[0]
     k = max(i for i, a in enumerate(w["answers"][:20]) if a is not None)
     cut = {**w, "views": w["views"][: k + 1], "answers": w["answers"][: k + 1], "filters": w["filters"][: k + 1]}
-    texts = [v3_text(x, FORMAT_V4) for x in [*weeks, cut]]
+    texts = [v4_text(x) for x in [*weeks, cut]]
     tok = train_tokenizer([t + "\n".join(a for a in ans if a) for t, ans in texts], 400)
     for text, answers in texts:
         ids, mask, hide = encode_inserted(tok, text, answers)

@@ -57,21 +57,25 @@ def test_clean_without_feedback_the_student_sees_the_observation_unchanged():
     assert a.prompts == b.prompts
 
 
+class _V4Script(ScriptedModel):
+    prompt_format = "rhythm v4"
+
+
 class _V3Script(ScriptedModel):
     prompt_format = "rhythm v3"
 
 
 @pytest.mark.parametrize("observe", ["noisy", "answers-only"])
-def test_a_v3_student_reads_unknowns_as_unknown_and_every_answer_after_its_step(observe):
-    """A v3 student is trained on weeks with ? for what nobody observed: it must read the
+def test_a_v4_student_reads_unknowns_as_unknown_and_every_answer_after_its_step(observe):
+    """A v4 student is trained on weeks with ? for what nobody observed: it must read the
     simulator's missing readings as ?, not as carried-forward numbers, with the condition on
     the obs line and every answer of the week after its step."""
-    model = _V3Script(default=format_output(spec.SOCIALIZE, (0.6, 0.4, 0.5)))
+    model = _V4Script(default=format_output(spec.SOCIALIZE, (0.6, 0.4, 0.5)))
     policy = StudentPolicy(model)
     play_episodes(policy, [3], feedback=True, observe=observe)
     assert policy.llm.invalid_outputs == 0 and len(model.calls) == 28
     last = model.prompts[-1]
-    assert last.startswith(f"rhythm v3\nobs {observe}\nday 0\n") and "nan" not in last.lower()
+    assert last.startswith(f"rhythm v4\nobs {observe}\nday 0\n") and "nan" not in last.lower()
     lines = last.splitlines()
     fb = [i for i, x in enumerate(lines) if x.startswith("fb ")]
     assert len(fb) == 27  # every answer so far, not only the last 16
@@ -84,8 +88,9 @@ def test_a_v3_student_reads_unknowns_as_unknown_and_every_answer_after_its_step(
     assert unknown > 0
 
 
-class _V4Script(ScriptedModel):
-    prompt_format = "rhythm v4"
+def test_a_student_of_a_retired_format_is_refused():
+    with pytest.raises(ValueError, match="'rhythm v3' was retired"):
+        StudentPolicy(_V3Script(default=format_output(spec.SOCIALIZE, (0.6, 0.4, 0.5))))
 
 
 @pytest.mark.parametrize("observe", ["clean", "noisy"])
