@@ -60,10 +60,9 @@ PAIRS = (("bayes-calendar", "bayes"), ("student + cal lines", "student"))
 def _policy(kind: str):
     if not kind.startswith("student"):
         return kind
-    from agent.lab.student_policy import StudentPolicy
-    from rhythm.recommend import bundled_model_path
+    from agent.lab.student_policy import StudentPolicy, simulator_student_path
 
-    return StudentPolicy.from_gguf(bundled_model_path(), read_calendar=kind == "student+cal")
+    return StudentPolicy.from_gguf(simulator_student_path(), read_calendar=kind == "student+cal")
 
 
 def student_available() -> str | None:
@@ -72,9 +71,9 @@ def student_available() -> str | None:
 
     if find_spec("llama_cpp") is None:
         return "llama-cpp-python is not installed"
-    from rhythm.recommend import bundled_model_path
+    from agent.lab.student_policy import simulator_student_path
 
-    return None if bundled_model_path() is not None else "no bundled student model"
+    return None if simulator_student_path() is not None else "no bundled student model"
 
 
 def summary(g: dict[str, np.ndarray]) -> dict[str, float | int | None]:

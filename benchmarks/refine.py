@@ -90,7 +90,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--people", type=int, default=10)
     ap.add_argument("--seed-start", type=int, default=7000)
-    ap.add_argument("--model", default=str(_HERE.parent / "rhythm" / "models" / "student-q8_0.gguf"))
+    ap.add_argument("--model", default=str(_HERE.parent / "agent" / "lab" / "models" / "student-q8_0.gguf"))
     ap.add_argument("--observe", default="noisy", choices=["clean", "noisy", "answers-only"])
     ap.add_argument("--steps", type=int, default=RefineSettings.steps)
     ap.add_argument("--lr", type=float, default=RefineSettings.lr)

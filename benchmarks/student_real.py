@@ -1,6 +1,6 @@
 """The student on real-shaped streams: does it choose what the Bayesian agent would?
 
-    .venv/bin/python benchmarks/student_real.py --models shipped=rhythm/models/student-q8_0.gguf \\
+    .venv/bin/python benchmarks/student_real.py --models shipped=agent/lab/models/student-q8_0.gguf \\
         new=runs/x/export/student-q8_0.gguf --json runs/x/real.json --md runs/x/real.md
 
 Streams (built in throw-away homes through the product's own path: import or the storage
@@ -514,7 +514,7 @@ def markdown(report: dict[str, Any], names: list[str]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", nargs="+", default=[f"shipped={ROOT / 'rhythm/models/student-q8_0.gguf'}"],
+    ap.add_argument("--models", nargs="+", default=[f"shipped={ROOT / 'agent/lab/models/student-q8_0.gguf'}"],
                     help="models as name=path.gguf")
     ap.add_argument("--days", type=int, default=14, help="days per stream (the last ones)")
     ap.add_argument("--generated", type=int, default=4, help="seeded generated people")

@@ -29,6 +29,7 @@ every observation condition:
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,18 @@ from simulator import spec
 from simulator.feedback import check_observe
 
 _RESPONSES = {1: "accepted", 2: "ignored"}
+#: The simulator student's file in :mod:`agent.lab.models` (format v1).
+SIMULATOR_STUDENT = "student-q8_0.gguf"
+
+
+def simulator_student_path() -> Path | None:
+    """The bundled simulator student (``rhythm sim eval --policy student``), None if this
+    install has none."""
+    try:
+        p = resources.files("agent.lab.models") / SIMULATOR_STUDENT
+    except ModuleNotFoundError:
+        return None
+    return Path(str(p)) if p.is_file() else None
 
 
 class StudentPolicy:

@@ -269,9 +269,10 @@ def _student_path(policy: str):
     from pathlib import Path
 
     if policy in ("student", "student-real"):
-        from rhythm.recommend import BUNDLED_MODEL, PRODUCT_MODEL, bundled_model_path
+        from agent.lab.student_policy import simulator_student_path
+        from rhythm.recommend import PRODUCT_MODEL, bundled_model_path
 
-        path = bundled_model_path(BUNDLED_MODEL if policy == "student" else PRODUCT_MODEL)
+        path = simulator_student_path() if policy == "student" else bundled_model_path(PRODUCT_MODEL)
         if path is None:
             raise typer.BadParameter("no bundled student model in this install", param_hint="--policy")
         return path

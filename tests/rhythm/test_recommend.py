@@ -87,6 +87,7 @@ def test_plans_the_rest_of_the_day_from_the_current_slot(settings):
 
 def test_the_bundled_student_is_the_default_and_bayes_stays_available(settings):
 
+    from agent.lab.student_policy import simulator_student_path
     from rhythm.recommend import (
         PRODUCT_MODEL,
         bundled_model_path,
@@ -94,7 +95,8 @@ def test_the_bundled_student_is_the_default_and_bayes_stays_available(settings):
         product_model_path,
     )
 
-    assert bundled_model_path() is not None and bundled_model_path().name == "student-q8_0.gguf"  # the simulator's
+    assert bundled_model_path() is None  # the simulator's student lives in the lab (agent/lab/models)
+    assert simulator_student_path() is not None and simulator_student_path().name == "student-q8_0.gguf"
     bundled = product_model_path()  # what a real day asks: the product-shaped student
     assert bundled is not None and bundled.name == PRODUCT_MODEL
     if HAVE_LLAMA_CPP:
@@ -102,7 +104,7 @@ def test_the_bundled_student_is_the_default_and_bayes_stays_available(settings):
 
         assert LlamaCppModel(bundled).prompt_format == "rhythm v4"
     assert bundled.stat().st_size < 20e6  # the size bound
-    assert (bundled.parent / "MODEL_CARD.md").read_text().startswith("# Rhythm student")
+    assert (bundled.parent / "MODEL_CARD_real.md").read_text().startswith("# Rhythm student")
     expected = ("llm", bundled) if HAVE_LLAMA_CPP else ("bayes", None)
     assert choose_backend(settings) == expected
     plan = recommend(replace(settings, agent_backend="bayes"), now=_now(DAY, 14))

@@ -198,11 +198,9 @@ def test_belief_median_decoding_on_the_shipped_student(tiny_gguf):  # noqa: F811
     """The shipped student's belief numbers are medians of its distribution: still valid
     answers, the same actions, and different numbers where the model is unsure; a model
     without two-digit tokens (the tiny fixture) decodes greedily either way."""
-    from pathlib import Path
+    from agent.lab.student_policy import simulator_student_path
 
-    import rhythm
-
-    shipped = Path(rhythm.__file__).parent / "models" / "student-q8_0.gguf"
+    shipped = simulator_student_path()
     model = LlamaCppModel(shipped)
     env = RhythmEnv()
     o, _ = env.reset(seed=7)
