@@ -193,7 +193,7 @@ def refine_cmd(
         return
     from rhythm import refine as personal
     from rhythm.cli._common import get_settings
-    from rhythm.jobs import recorded, session
+    from rhythm.runner import recorded, session
 
     settings = get_settings(ctx)
     if reset:
