@@ -92,7 +92,7 @@ def rhythm_events(g: GoogleServer) -> dict[str, dict]:
 
 # -- export ------------------------------------------------------------------------------------------
 def test_an_exported_plan_imported_again_is_no_commitment_and_changes_nothing(person, tmp_path):
-    first = jobs.recommend(person, WEDNESDAY, plan=jobs.recommend, now=NOW)
+    first = jobs.recommend(person, WEDNESDAY, now=NOW)
     before = mapped(person)
     path = tmp_path / "plan.ics"
     out = export_ics(person, path, WEDNESDAY, busy=True, plan=jobs.recommend, now=NOW)  # busy: the hard case
@@ -102,7 +102,7 @@ def test_an_exported_plan_imported_again_is_no_commitment_and_changes_nothing(pe
     stored = q(person, "SELECT event_id, transparency FROM events WHERE calendar_id = 'Rhythm' ORDER BY start_ts")
     assert [e for e, _ in stored] == [f"rhythm-{DAY}-{s.slot}@rhythm.local" for s in first.slots]
     assert {t for _, t in stored} == {"opaque"}
-    second = jobs.recommend(person, WEDNESDAY, plan=jobs.recommend, now=NOW)
+    second = jobs.recommend(person, WEDNESDAY, now=NOW)
     assert plan_shape(second) == plan_shape(first)  # no block became a commitment or fixed a slot
     assert mapped(person) == before  # nor something the person did
 
@@ -110,7 +110,7 @@ def test_an_exported_plan_imported_again_is_no_commitment_and_changes_nothing(pe
     text = path.read_text().replace("@rhythm.local", "@example.org").replace("X-WR-CALNAME:Rhythm", "X-WR-CALNAME:Mine")
     (tmp_path / "mine.ics").write_text(text)
     jobs.import_file(person, "ics", tmp_path / "mine.ics")
-    third = jobs.recommend(person, WEDNESDAY, plan=jobs.recommend, now=NOW)
+    third = jobs.recommend(person, WEDNESDAY, now=NOW)
     titles = {c["title"] for c in third.commitments}
     assert {e["summary"] for e in out["events"]} <= titles and plan_shape(third) != plan_shape(first)
 
@@ -145,7 +145,7 @@ def test_re_export_updates_the_same_uids_and_plans_a_day_first_when_none_is_stor
 
 
 def test_export_through_the_cli_and_its_bad_input(person, tmp_path, run_cli):
-    jobs.recommend(person, WEDNESDAY, plan=jobs.recommend, now=NOW)
+    jobs.recommend(person, WEDNESDAY, now=NOW)
     path = tmp_path / "out.ics"
     code, out, err = run_cli("plan", "export", "--ics", path, "--date", DAY, "--json")
     assert code == 0, err
@@ -171,7 +171,7 @@ def test_export_through_the_cli_and_its_bad_input(person, tmp_path, run_cli):
 def test_push_is_idempotent_recorded_and_never_touches_the_persons_events(google, run_cli):
     g, settings = google
     theirs = {i: dict(e) for i, e in g.live(PRIMARY).items()}
-    plan = jobs.recommend(settings, WEDNESDAY, plan=jobs.recommend, now=NOW)
+    plan = jobs.recommend(settings, WEDNESDAY, now=NOW)
     code, out, err = run_cli("plan", "push", "google", "--date", DAY, "--json")
     assert code == 0, err
     first = json.loads(out)
@@ -200,22 +200,22 @@ def test_push_is_idempotent_recorded_and_never_touches_the_persons_events(google
 
 def test_busy_blocks_synced_back_from_google_are_no_commitments(google):
     g, settings = google
-    first = jobs.recommend(settings, WEDNESDAY, plan=jobs.recommend, now=NOW)
+    first = jobs.recommend(settings, WEDNESDAY, now=NOW)
     before = mapped(settings)
-    result = jobs.push_google(settings, WEDNESDAY, busy=True, plan=jobs.recommend, now=NOW)
+    result = jobs.push_google(settings, WEDNESDAY, busy=True, now=NOW)
     assert len(result["inserted"]) == len(first.slots)
     assert jobs.sync(settings, ["google"])["ok"]
     jobs.map_data(settings, now=NOW + timedelta(days=1))
     synced = q(settings, "SELECT event_id, transparency FROM events WHERE source = 'google' AND title LIKE '%(Rhythm)'"
                          " AND event_id LIKE 'rhmblock%'")
     assert len(synced) == len(first.slots) and {t for _, t in synced} == {"opaque"}
-    again = jobs.recommend(settings, WEDNESDAY, plan=jobs.recommend, now=NOW)
+    again = jobs.recommend(settings, WEDNESDAY, now=NOW)
     # the person's own "Exercise (Rhythm)" and dentist are commitments; Rhythm's blocks are not
     titles = sorted(c["title"] for c in again.commitments)
     assert "Dentist" in titles and titles.count("Exercise (Rhythm)") == 1
     assert len(again.commitments) == len(first.commitments) + 2
     assert mapped(settings) != before  # the person's two events count ...
-    pushed = jobs.push_google(settings, WEDNESDAY, busy=True, plan=jobs.recommend, now=NOW)  # ... and the plan moved around them
+    pushed = jobs.push_google(settings, WEDNESDAY, busy=True, now=NOW)  # ... and the plan moved around them
     mine = rhythm_events(g)
     assert set(mine) == {f"{DAY}-{s.slot}" for s in again.slots} | set(pushed["kept"])
     assert all(datetime.fromisoformat(mine[f"{DAY}-{s.slot}"]["start"]["dateTime"]) == s.start for s in again.slots)
@@ -253,7 +253,7 @@ def test_auth_google_write_asks_for_the_events_scope(google, plain_http_consent)
     assert set(asked) == {READONLY, EVENTS} and result["write"] is True
     tok = FileTokenStore(settings.tokens_dir).load("google")
     assert set(tok["scope"].split()) == {READONLY, EVENTS} and tok["refresh_token"] == g.refresh_token
-    jobs.recommend(settings, WEDNESDAY, plan=jobs.recommend, now=NOW)
+    jobs.recommend(settings, WEDNESDAY, now=NOW)
     assert jobs.push_google(settings, WEDNESDAY)["inserted"]  # the stored grant writes
     # read-only by default; the google_write setting asks for writing too
     sync_mod.auth_google(settings, open_browser=False, on_url=_browser, timeout_s=10)
@@ -306,8 +306,8 @@ def test_a_re_made_plan_is_patched_in_place_and_blocks_already_over_stay(google)
     (patched), a dropped block that was over when the plan was made stays as a record (here
     all of Wednesday 19 November 2025 is over), nothing is duplicated."""
     g, settings = google
-    morning = jobs.recommend(settings, WEDNESDAY, plan=jobs.recommend, now=NOW)
-    ids = jobs.push_google(settings, WEDNESDAY, plan=jobs.recommend, now=NOW)["events"]
+    morning = jobs.recommend(settings, WEDNESDAY, now=NOW)
+    ids = jobs.push_google(settings, WEDNESDAY, now=NOW)["events"]
     later = jobs.recommend(settings, WEDNESDAY, now=datetime(2025, 11, 19, 12, 5, tzinfo=TZ))
     result = jobs.push_google(settings, WEDNESDAY)
     keys_now = {f"{DAY}-{s.slot}" for s in later.slots}
