@@ -21,12 +21,12 @@ from connectors import registry
 from connectors.checkpoint import Checkpoint
 from rhythm.runner import recorded, session, unit_of_work
 from rhythm.settings import Settings, local_today, user_zone
-from storage import WriteSummary, open_db, runs
+from storage import open_db, runs
 from storage.db import Database
-from storage.writer import RecordWriter
 
-if TYPE_CHECKING:  # httpx loads only to sync
+if TYPE_CHECKING:  # httpx loads only to sync; pyarrow (the writer) only to write
     from connectors.http import RetryPolicy
+    from storage.writer import WriteSummary
 
 Progress = Callable[[float, float | None], None]
 SyncProgress = Callable[[str, int], None]
@@ -50,6 +50,8 @@ def import_file(
     with unit_of_work(settings, "import", source, str(path)) as run:
         if desc.data_window:
             options.update(_data_window(run.db, settings))
+        from storage.writer import RecordWriter
+
         writer = RecordWriter(run.db, on_flush=on_flush)
         for record in reader(path, progress=progress, **options):
             writer.add(record)
@@ -73,6 +75,8 @@ def import_payload(
     options = {kw: settings.get(n) for kw, n in desc.options.items()}
     options.update({k: v for k, v in hints.items() if v is not None})
     with unit_of_work(settings, "import", source, name) as run:
+        from storage.writer import RecordWriter
+
         writer = RecordWriter(run.db)
         for record in reader(name, payload=payload, **options):
             writer.add(record)
@@ -159,6 +163,8 @@ def _sync_one(
     moved: dict[str, str | None] = {}
     try:
         with recorded(db, "sync", name, "api") as run:
+            from storage.writer import RecordWriter
+
             writer = RecordWriter(db)
             for rec in records:
                 if isinstance(rec, Checkpoint):
