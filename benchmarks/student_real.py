@@ -40,7 +40,7 @@ about +-0.045, so two models a few decisions apart are not told apart.
 with the first report's; the teacher's picks must match, so ``--teacher-seeds 1`` suffices
 for the later run).
 ``--unseen N`` adds N people of the generator behind the stream training weeks
-(``rhythm.streams``, ``rhythm train streams``) on seeds no training run uses, reported apart:
+(``lab.streams``, ``rhythm train streams``) on seeds no training run uses, reported apart:
 the streams above are held out from training by kind (the student's stream weeks come from
 another generator), these only by seed. ``--sim-weeks N`` adds simulated product-shaped weeks
 (``training.realshape.product_week`` on evaluation seeds): agreement with the teacher's
@@ -104,7 +104,7 @@ def sample_streams(root: Path) -> Iterator[Stream]:
     from rhythm import jobs
     from rhythm.data.make_sample import SAMPLE_TIMEZONE, SAMPLE_TODAY
     from rhythm.demo import SAMPLE_DIR
-    from rhythm.streams import throwaway_home
+    from lab.streams import throwaway_home
 
     for name, source, file in (
         ("sample-healthkit", "healthkit", "apple_health_export.zip"),
@@ -119,7 +119,7 @@ def sample_streams(root: Path) -> Iterator[Stream]:
 
 def test_streams(root: Path) -> Iterator[Stream]:
     from rhythm import jobs
-    from rhythm.streams import Person, person_settings, throwaway_home
+    from lab.streams import Person, person_settings, throwaway_home
     from tests.mapping import people
     from tests.rhythm import busy_week
 
@@ -202,22 +202,22 @@ def generated_people(rng: np.random.Generator, n: int, days: int = 35) -> Iterat
 
 
 def generated_streams(root: Path, n: int, seed: int = 7) -> Iterator[Stream]:
-    from rhythm.streams import Person, person_settings
+    from lab.streams import Person, person_settings
 
     for name, last, recs, zone in generated_people(np.random.default_rng(seed), n):
         yield Stream(name, person_settings(Person(name, zone, last, recs), root), last)
 
 
-#: Seeds of the unseen people of ``rhythm.streams`` (training uses 1,000,000 on).
+#: Seeds of the unseen people of ``lab.streams`` (training uses 1,000,000 on).
 UNSEEN_SEED = 90_000_000
 UNSEEN = "unseen people (training generator)"
 
 
 def unseen_streams(root: Path, n: int) -> Iterator[Stream]:
-    """``n`` people of the stream weeks' generator (``rhythm.streams.synthetic_person``) on
+    """``n`` people of the stream weeks' generator (``lab.streams.synthetic_person``) on
     seeds no training run uses: how the student does on new people like those it was
     trained on, beside the streams above, which it never saw the like of."""
-    from rhythm.streams import person_settings, synthetic_person
+    from lab.streams import person_settings, synthetic_person
 
     for k in range(n):
         person = synthetic_person(UNSEEN_SEED + k)

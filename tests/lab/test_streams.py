@@ -1,4 +1,4 @@
-"""Stream weeks (rhythm/streams.py): training weeks made through the product's own path must
+"""Stream weeks (lab/streams.py): training weeks made through the product's own path must
 show the student exactly the prompt ``rhythm recommend`` would show it."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from rhythm.derive import observation_records
 from rhythm.recommend import HISTORY_WEEKS, fixed_lines, model_prompt, person_filters
 from rhythm.refine import week_frames
 from rhythm.settings import user_zone
-from rhythm.streams import person_settings, stream_weeks, synthetic_person
+from lab.streams import person_settings, stream_weeks, synthetic_person
 from storage import open_db
 from training.dataset import v3_text
 from training.weeks import week_prompt
