@@ -7,8 +7,8 @@ Streams (built in throw-away homes through the product's own path: import or the
 writer, ``rhythm map``):
 
 - the sample people: Apple Health + calendar, WHOOP + calendar (``rhythm/data/sample``);
-- generated histories: the busy week of ``tests/rhythm/busy_week.py``, the watch-and-calendar
-  person of ``tests/mapping/people.py`` (whole, and with missing days and a calendar pause),
+- generated histories: the busy week of ``lab/people/busy_week.py``, the watch-and-calendar
+  person of ``lab/people/watch_calendar.py`` (whole, and with missing days and a calendar pause),
   and seeded people of this script (bed and wake times, nights, HRV, steps, workouts and a
   calendar drawn per person, days without the watch).
 
@@ -101,10 +101,10 @@ def _write(settings, records) -> None:
 
 
 def sample_streams(root: Path) -> Iterator[Stream]:
+    from lab.streams import throwaway_home
     from rhythm import jobs
     from rhythm.data.make_sample import SAMPLE_TIMEZONE, SAMPLE_TODAY
     from rhythm.demo import SAMPLE_DIR
-    from lab.streams import throwaway_home
 
     for name, source, file in (
         ("sample-healthkit", "healthkit", "apple_health_export.zip"),
@@ -118,10 +118,10 @@ def sample_streams(root: Path) -> Iterator[Stream]:
 
 
 def test_streams(root: Path) -> Iterator[Stream]:
-    from rhythm import jobs
+    from lab.people import busy_week
+    from lab.people import watch_calendar as people
     from lab.streams import Person, person_settings, throwaway_home
-    from tests.mapping import people
-    from tests.rhythm import busy_week
+    from rhythm import jobs
 
     s = throwaway_home(root, "busy-week", "Europe/Berlin")
     _write(s, busy_week.wearable_records())
