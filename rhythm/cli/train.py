@@ -111,7 +111,7 @@ def streams_cmd(
     simulated weeks (docs/training.md)."""
     from pathlib import Path
 
-    from rhythm.streams import write_streams
+    from lab.streams import write_streams
 
     with _progress() as update:
         summary = write_streams(Path(out), people, seed_start, workers,

@@ -21,6 +21,7 @@ import pytest
 from common.errors import AuthError
 from connectors.http import RetryPolicy
 from connectors.oauth import FileTokenStore
+from lab.people.busy_week import TZ, WEDNESDAY, wearable_records, write_ics
 from rhythm import daemon, jobs
 from rhythm import sync as sync_mod
 from rhythm.plan_export import export_ics
@@ -29,7 +30,6 @@ from storage import open_db
 from storage.writer import write_records
 from tests.connectors.google_server import EVENTS, READONLY, GoogleServer, timed
 from tests.loopback import Loopback
-from tests.rhythm.busy_week import TZ, WEDNESDAY, wearable_records, write_ics
 
 NOW = datetime(2025, 11, 19, 6, 50, tzinfo=TZ)
 PRIMARY = "foo.bar@gmail.com"

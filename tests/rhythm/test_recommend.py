@@ -324,7 +324,7 @@ def test_a_v3_gguf_picks_the_current_slot_from_the_whole_week(settings, tmp_path
     the plan records what it and the planner chose."""
     from dataclasses import replace
 
-    from tests.agent.gguf_fixture import build_tiny_gguf
+    from lab.people.tiny_gguf import build_tiny_gguf
 
     path, _ = build_tiny_gguf(tmp_path / "tiny-v3.gguf", metadata={"rhythm.prompt_format": "rhythm v3"})
     _week_with_gaps(settings)
@@ -381,7 +381,7 @@ def test_a_v4_model_reads_the_filter_before_every_slot_of_the_week(settings):
 def test_a_v4_gguf_picks_the_current_slot_with_the_filter_in_its_prompt(settings, tmp_path):
     from dataclasses import replace
 
-    from tests.agent.gguf_fixture import build_tiny_gguf
+    from lab.people.tiny_gguf import build_tiny_gguf
 
     path, _ = build_tiny_gguf(tmp_path / "tiny-v4.gguf", metadata={"rhythm.prompt_format": "rhythm v4"})
     _week_with_gaps(settings)

@@ -282,7 +282,8 @@ def stream_weeks(db, settings, first: date, last: date, seed: int) -> Iterator[d
     from rhythm.recommend import HISTORY_WEEKS, fixed_lines, person_filters
     from rhythm.refine import week_frames
     from rhythm.settings import user_zone
-    from training.realshape import FORMAT, REAL_NOISE_SD, StreamTeacher, jsonable, teacher_view
+    from training.realshape import FORMAT, REAL_NOISE_SD, StreamTeacher, teacher_view
+    from training.weeks import jsonable
 
     tz = user_zone(settings)
     monday = first - timedelta(days=first.weekday())
