@@ -7,8 +7,8 @@ Streams (built in throw-away homes through the product's own path: import or the
 writer, ``rhythm map``):
 
 - the sample people: Apple Health + calendar, WHOOP + calendar (``rhythm/data/sample``);
-- generated histories: the busy week of ``tests/rhythm/busy_week.py``, the watch-and-calendar
-  person of ``tests/mapping/people.py`` (whole, and with missing days and a calendar pause),
+- generated histories: the busy week of ``lab/people/busy_week.py``, the watch-and-calendar
+  person of ``lab/people/watch_calendar.py`` (whole, and with missing days and a calendar pause),
   and seeded people of this script (bed and wake times, nights, HRV, steps, workouts and a
   calendar drawn per person, days without the watch).
 
@@ -40,7 +40,7 @@ about +-0.045, so two models a few decisions apart are not told apart.
 with the first report's; the teacher's picks must match, so ``--teacher-seeds 1`` suffices
 for the later run).
 ``--unseen N`` adds N people of the generator behind the stream training weeks
-(``rhythm.streams``, ``rhythm train streams``) on seeds no training run uses, reported apart:
+(``lab.streams``, ``rhythm train streams``) on seeds no training run uses, reported apart:
 the streams above are held out from training by kind (the student's stream weeks come from
 another generator), these only by seed. ``--sim-weeks N`` adds simulated product-shaped weeks
 (``training.realshape.product_week`` on evaluation seeds): agreement with the teacher's
@@ -101,10 +101,10 @@ def _write(settings, records) -> None:
 
 
 def sample_streams(root: Path) -> Iterator[Stream]:
+    from lab.streams import throwaway_home
     from rhythm import jobs
     from rhythm.data.make_sample import SAMPLE_TIMEZONE, SAMPLE_TODAY
     from rhythm.demo import SAMPLE_DIR
-    from rhythm.streams import throwaway_home
 
     for name, source, file in (
         ("sample-healthkit", "healthkit", "apple_health_export.zip"),
@@ -118,10 +118,10 @@ def sample_streams(root: Path) -> Iterator[Stream]:
 
 
 def test_streams(root: Path) -> Iterator[Stream]:
+    from lab.people import busy_week
+    from lab.people import watch_calendar as people
+    from lab.streams import Person, person_settings, throwaway_home
     from rhythm import jobs
-    from rhythm.streams import Person, person_settings, throwaway_home
-    from tests.mapping import people
-    from tests.rhythm import busy_week
 
     s = throwaway_home(root, "busy-week", "Europe/Berlin")
     _write(s, busy_week.wearable_records())
@@ -202,22 +202,22 @@ def generated_people(rng: np.random.Generator, n: int, days: int = 35) -> Iterat
 
 
 def generated_streams(root: Path, n: int, seed: int = 7) -> Iterator[Stream]:
-    from rhythm.streams import Person, person_settings
+    from lab.streams import Person, person_settings
 
     for name, last, recs, zone in generated_people(np.random.default_rng(seed), n):
         yield Stream(name, person_settings(Person(name, zone, last, recs), root), last)
 
 
-#: Seeds of the unseen people of ``rhythm.streams`` (training uses 1,000,000 on).
+#: Seeds of the unseen people of ``lab.streams`` (training uses 1,000,000 on).
 UNSEEN_SEED = 90_000_000
 UNSEEN = "unseen people (training generator)"
 
 
 def unseen_streams(root: Path, n: int) -> Iterator[Stream]:
-    """``n`` people of the stream weeks' generator (``rhythm.streams.synthetic_person``) on
+    """``n`` people of the stream weeks' generator (``lab.streams.synthetic_person``) on
     seeds no training run uses: how the student does on new people like those it was
     trained on, beside the streams above, which it never saw the like of."""
-    from rhythm.streams import person_settings, synthetic_person
+    from lab.streams import person_settings, synthetic_person
 
     for k in range(n):
         person = synthetic_person(UNSEEN_SEED + k)

@@ -43,7 +43,7 @@ from training.common import (
     seed_everything,
 )
 from training.tokens import CORRECTION, EOS, load_tokenizer
-from training.weeks import read_rollouts, shaped, week_context
+from training.weeks import read_rollouts, shaped, view_from_record, week_context
 
 FORMAT = "rhythm-dataset/1"
 #: Spread of a stale belief around the last good one (per dimension, clipped to [0, 1]).
@@ -93,8 +93,6 @@ def v4_text(rec: dict[str, Any]) -> tuple[str, list[str | None]]:
     """``(text, answers)`` of a week in format v4: the whole week as the prompts show it (no answers in it: what the person *did* follows each
     ``SLOT:``) and the teacher's answer line at each step (None where there is no target:
     a fixed slot)."""
-    from training.realshape import view_from_record
-
     w = shaped(rec)
     views = [view_from_record(v) for v in w["views"]]
     text = render_compact(views, week_context(w), fmt=FORMAT_V4)

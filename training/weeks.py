@@ -1,6 +1,7 @@
 """Simulator weeks as the stages keep them: the rollout record format, one observation as a
-record stores it, the policy and the person that play, and JSONL files of weeks (written in
-worker processes, read back with a format check).
+record stores it (and a shaped week's view observation, there and back), the policy and the
+person that play, and JSONL files of weeks (written in worker processes, read back with a
+format check).
 
 Every line of a weeks file is one episode (format ``rhythm-rollouts/1``). Written by
 training/rollouts.py (teacher weeks) and training/dagger.py (student weeks the teacher
@@ -73,6 +74,38 @@ def observation_record(o: dict[str, Any]) -> dict[str, Any]:
         )
     out["last_reward"] = out["last_reward"][0]
     return out
+
+
+def jsonable(obs: dict[str, Any], digits: int | None = 6) -> dict[str, Any]:
+    """A view observation as a record keeps it (the keys the prompt reads; NaN as null;
+    ``digits=None``: exact, so the record renders as the original does)."""
+    def num(x: float) -> float | None:
+        return (float(x) if digits is None else round(float(x), digits)) if np.isfinite(x) else None
+
+    return {
+        "t": int(obs["t"]),
+        "meters": [num(x) for x in np.asarray(obs["meters"], dtype=np.float64).reshape(-1)],
+        "anomalies": [num(x) for x in np.asarray(obs["anomalies"], dtype=np.float64).reshape(-1)],
+        "last_action": int(np.asarray(obs["last_action"]).reshape(-1)[0]),
+        "last_reward": num(float(np.asarray(obs["last_reward"], dtype=np.float64).reshape(-1)[0])),
+        "active_event": int(np.asarray(obs.get("active_event", 0)).reshape(-1)[0]),
+    }
+
+
+def view_from_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """A stored view observation back as the renderer reads it (null as NaN)."""
+    def arr(v) -> np.ndarray:
+        return np.array([np.nan if x is None else x for x in v], dtype=np.float64)
+
+    r = rec["last_reward"]
+    return {
+        "t": rec["t"],
+        "meters": arr(rec["meters"]),
+        "anomalies": arr(rec["anomalies"]),
+        "last_action": rec["last_action"],
+        "last_reward": np.array([np.nan if r is None else r]),
+        "active_event": rec["active_event"],
+    }
 
 
 def write_weeks(
@@ -159,8 +192,6 @@ def week_prompt(rec: dict[str, Any], k: int, fmt: str) -> tuple[str, int | None]
     from agent.prompting import FORMAT_V4, check_prompt_format, render_compact
 
     if check_prompt_format(fmt) == FORMAT_V4:
-        from training.realshape import view_from_record
-
         w = shaped(rec)
         views = [view_from_record(v) for v in w["views"][: k + 1]]
         ans = w["answers"][k]

@@ -6,14 +6,8 @@ import numpy as np
 import pytest
 
 from agent.prompting import render_compact
-from tests.agent.gguf_fixture import (
-    EOS,
-    TINY,
-    episode_texts,
-    needs_llama_cpp,
-    random_llama_tensors,
-    train_tokenizer,
-)
+from lab.people.tiny_gguf import EOS, TINY, episode_texts, random_llama_tensors, train_tokenizer
+from tests.agent.gguf_fixture import needs_llama_cpp
 from training.gguf_writer import (
     TOKEN_CONTROL,
     TOKEN_NORMAL,

@@ -23,9 +23,8 @@ from training.realshape import (
     product_week,
     teacher_view,
     teacher_week,
-    view_from_record,
 )
-from training.weeks import shaped, week_prompt
+from training.weeks import shaped, view_from_record, week_prompt
 
 ML = all(importlib.util.find_spec(m) for m in ("torch", "transformers", "tokenizers"))
 needs_ml = pytest.mark.skipif(not ML, reason="needs the ml extra")

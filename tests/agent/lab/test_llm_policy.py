@@ -180,7 +180,7 @@ def test_policy_speaks_the_prompt_format_the_model_was_trained_on():
 @needs_llama_cpp
 def test_gguf_says_its_prompt_format(tmp_path):
     from agent.prompting import GGUF_FORMAT_KEY
-    from tests.agent.gguf_fixture import build_tiny_gguf
+    from lab.people.tiny_gguf import build_tiny_gguf
 
     v4, _ = build_tiny_gguf(tmp_path / "v4.gguf", metadata={GGUF_FORMAT_KEY: "rhythm v4"})
     plain, _ = build_tiny_gguf(tmp_path / "plain.gguf")

@@ -116,7 +116,7 @@ def test_a_v4_student_is_given_the_filter_before_every_decision(observe):
 @pytest.mark.ml
 @needs_llama_cpp
 def test_evaluate_plays_a_v4_gguf_through_the_student_policy(tmp_path):
-    from tests.agent.gguf_fixture import build_tiny_gguf
+    from lab.people.tiny_gguf import build_tiny_gguf
     from training.evaluate import make_student
 
     path, _ = build_tiny_gguf(tmp_path / "tiny-v4.gguf", metadata={"rhythm.prompt_format": "rhythm v4"})
