@@ -17,7 +17,7 @@ reweighted least squares), so a few surprising steps (an unlogged bad day) do no
 effects much.
 
 :func:`fit_effects` fits this model to a history of transitions (meters before, slot,
-action, meters after), e.g. a person's imported days; :class:`agent.robust.RobustBelief`
+action, meters after), e.g. a person's imported days; :class:`agent.lab.robust.RobustBelief`
 fits the same residuals jointly with the profile, online. The linear-Gaussian algebra both
 use is :func:`gaussian_posterior`.
 """

@@ -29,7 +29,7 @@ weights (IRLS, :func:`agent.effects.t_weights`). With no data every term is its 
 Pure: :func:`transitions` turns stored slots (plain data, :class:`SlotMeters`) into steps,
 :func:`fit_personal` fits them, :func:`heldout_errors` measures one-step prediction on the
 last days. The planner takes the person's departures in its own units
-(:meth:`PersonalDynamics.plan_residual`, the ``residual`` of :class:`agent.planner.PlanModel`).
+(:meth:`PersonalDynamics.plan_residual`, the ``residual`` of :class:`agent.world.PlanModel`).
 """
 
 from __future__ import annotations

@@ -39,45 +39,38 @@ The text ends with the next slot and a colon; the model's output line continues 
 prompt + the output: the prefix never changes (llama.cpp reuses its KV cache), and a whole
 episode is one training sequence.
 
-Format ``rhythm v2`` (``fmt=FORMAT_V2``) is the same text without the `` b=...`` of past
-steps: a student cannot copy its earlier belief, it must infer the person every step. The
-answer line is unchanged, so the next prompt still extends this one up to the answer's
-action. Training hides the beliefs with an attention mask (``training.sft``).
-
-Format ``rhythm v3`` (``fmt=FORMAT_V3``) is the product's shape: a real week rendered whole,
+Format ``rhythm v4`` (``fmt=FORMAT_V4``) is the product's shape: a real week rendered whole,
 never cut at a gap. Anything not known is written ``?``; the observation condition, the
 fixed slots of each day and the answers stand in the stream where they happen; no past
-belief and no free text (titles never reach it)::
+belief and no free text (titles never reach it). Before each decision a ``b`` line gives
+the agent's Bayesian filter: its median of the three traits and, when the observation does
+not show every meter, the meters the agent plans from: ``=`` for a meter shown, the
+estimate for one that is not (the product's carried-forward level, the simulator filter's
+estimate) (``context["filters"]``, step -> eleven numbers: medians, sds, meters; the sds
+are kept in the data, not written)::
 
-    rhythm v3
+    rhythm v4
     obs noisy                             <- context["observe"]: clean, noisy or answers-only
     day 2                                 <- a week may start on any day (mid-week)
     cal morning ADMIN_WORK                <- the day's fixed slots: classified action or ?
     cal evening ?
     m .62 ? .48 .55 .50                   <- meters at the start; ? = not observed
+    b .50 .50 .50 m = .50 = = =           <- the filter before this decision
     morning:ADMIN_WORK +.12 m .58 .57 ? .54 .50 x -.03 +.01 ? +.00 +.00
     fb DEEP_WORK ignored                  <- the answer to that slot's recommendation
+    b .48 .41 .55 m = = .49 = =
     afternoon: ? ? m .55 .60 .51 .52 .50 x ? ? ? ? ?    <- nobody knows what was done
+    b .47 .40 .55
     evening:
 
-Format ``rhythm v4`` (``fmt=FORMAT_V4``) is v3 with the agent's Bayesian filter in the
-stream: before each decision, a ``b`` line with the filter's median of the three traits and,
-when the observation does not show every meter, the meters the agent plans from: ``=`` for
-a meter shown, the estimate for one that is not (the product's carried-forward level, the
-simulator filter's estimate) (``context["filters"]``, step -> eleven numbers: medians, sds,
-meters; the sds are kept in the data, not written)::
+A v4 prompt ends like v1 (``SLOT:``) and the answer line is the same, but the next prompt
+continues with what was *done* (or ``?``), so training inserts each answer as a target
+hidden from later tokens (``training.dataset``).
+:func:`observed_view` turns a real-data observation (filled meters) into what v4 shows.
 
-    m .62 ? .48 .55 .50
-    b .50 .50 .50 m = .50 = = =           <- the filter before this decision
-    morning:ADMIN_WORK +.12 m .58 .57 .49 .54 .50 x -.03 +.01 +.00 +.00 +.00
-    fb DEEP_WORK ignored
-    b .48 .41 .55                         <- every meter shown
-    afternoon:
-
-A v3 prompt ends like the others (``SLOT:``) and the answer line is the same, but the next
-prompt continues with what was *done* (or ``?``), so training inserts each answer as a
-target hidden from later tokens (``training.dataset``).
-:func:`observed_view` turns a real-data observation (filled meters) into what v3 shows.
+Formats ``rhythm v2`` (v1 without past beliefs) and ``rhythm v3`` (v4 without the filter's
+lines) were retired: no bundled model reads them, and :func:`check_prompt_format` refuses
+a model that says it does.
 
 Untrusted text (calendar titles, free-text feedback) is stripped of control and format
 characters, newlines and double quotes, truncated, and written inside double quotes on a
@@ -100,25 +93,21 @@ import numpy as np
 from simulator import spec
 
 FORMAT_VERSION = "rhythm v1"
-#: Prompt formats. ``rhythm v1`` shows the belief the agent emitted with each past step
-#: (`` b=...``); ``rhythm v2`` shows only the actions: a v2 student must infer the person from
-#: the meters every step, it cannot copy (and compound) its own earlier belief. A model says
-#: which one it reads (GGUF key :data:`GGUF_FORMAT_KEY`, ``checkpoint.json``).
-FORMAT_V2 = "rhythm v2"
-#: ``rhythm v3`` is the product's shape: a real week shown whole, with what is missing
-#: written as ``?`` (a meter not observed, an action nobody classified, a reward or anomaly
-#: that cannot be computed), the observation condition, the day's fixed slots (``cal``) and
-#: the answers to earlier recommendations (``fb``) in the stream where they happened; no
-#: past beliefs and no free text at all (see :func:`render_compact`).
-FORMAT_V3 = "rhythm v3"
-#: ``rhythm v4`` is v3 with the agent's filter in the stream: before each decision a ``b``
-#: line says what the Bayesian filter (``agent.belief.BeliefState``, the part of the teacher
-#: that reads the person; cheap, exact) believes then: median and sd of the three traits and
-#: the meters the plan starts from. The student is left the part a filter cannot do: the plan.
+#: Prompt formats. ``rhythm v1`` (the simulator student's) shows the belief the agent emitted
+#: with each past step (`` b=...``); ``rhythm v4`` (the product student's) is the product's
+#: shape: a real week shown whole, with what is missing written as ``?`` (a meter not
+#: observed, an action nobody classified, a reward or anomaly that cannot be computed), the
+#: observation condition, the day's fixed slots (``cal``) and the answers to earlier
+#: recommendations (``fb``) in the stream where they happened, no past beliefs and no free
+#: text, and before each decision a ``b`` line with what the Bayesian filter
+#: (``agent.belief.BeliefState``, the part of the teacher that reads the person; cheap,
+#: exact) believes then: median and sd of the three traits and the meters the plan starts
+#: from. The student is left the part a filter cannot do: the plan. A model says which one
+#: it reads (GGUF key :data:`GGUF_FORMAT_KEY`, ``checkpoint.json``).
 FORMAT_V4 = "rhythm v4"
-PROMPT_FORMATS = (FORMAT_VERSION, FORMAT_V2, FORMAT_V3, FORMAT_V4)
-#: Formats of the product's shape (``?`` for unknowns, fixed slots and answers in the stream).
-STREAM_FORMATS = (FORMAT_V3, FORMAT_V4)
+PROMPT_FORMATS = (FORMAT_VERSION, FORMAT_V4)
+#: Formats of earlier students that this version no longer renders.
+RETIRED_FORMATS = ("rhythm v2", "rhythm v3")
 GGUF_FORMAT_KEY = "rhythm.prompt_format"
 #: GGUF key of a student's action bias (``training.calibrate``): a JSON object of logit
 #: offsets by action name, added to each action's first token when the answer starts
@@ -134,11 +123,11 @@ MAX_FEEDBACK = 16
 #: Feedback words rendered as they are; any other response is quoted as untrusted text.
 FEEDBACK_RESPONSES = ("accepted", "ignored", "rejected", "done", "skipped")
 CONTEXT_KEYS = ("events", "feedback", "observe", "filters")
-#: What the ``obs`` line of a v3 prompt may say: simulator meters as they are, real-like
+#: What the ``obs`` line of a v4 prompt may say: simulator meters as they are, real-like
 #: readings (noise, gaps), or no readings at all.
 OBSERVE_CONDITIONS = ("clean", "noisy", "answers-only")
-#: v3 feedback words (the answer to a recommendation).
-V3_RESPONSES = ("accepted", "ignored")
+#: v4 feedback words (the answer to a recommendation).
+V4_RESPONSES = ("accepted", "ignored")
 UNKNOWN = "?"
 
 _ACTION_IDS = {name: i for i, name in enumerate(spec.ACTIONS)}
@@ -350,7 +339,7 @@ def _read(
     history: Sequence[Mapping[str, Any]], unknown: bool = False
 ) -> tuple[int, tuple[float, ...], list[_Step]]:
     """``(t0, meters at t0, completed steps)``; checks the history is consecutive. With
-    ``unknown`` (format v3) a step may have no known action (``last_action`` 10) and NaN
+    ``unknown`` (format v4) a step may have no known action (``last_action`` 10) and NaN
     meters, anomalies or reward."""
     if not history:
         raise ValueError("history is empty: pass at least the reset observation")
@@ -513,15 +502,15 @@ def compact_step_line(
 
 
 
-# --- format v3: the product's shape --------------------------------------------------------
+# --- format v4: the product's shape --------------------------------------------------------
 
 
-def _v3_unit(x: Any) -> str:
+def _v4_unit(x: Any) -> str:
     v = float(x)
     return UNKNOWN if not math.isfinite(v) else _unit(v)
 
 
-def _v3_signed(x: Any, bound: float) -> str:
+def _v4_signed(x: Any, bound: float) -> str:
     v = float(x)
     return UNKNOWN if not math.isfinite(v) else _signed(v, bound)
 
@@ -534,7 +523,7 @@ def _action_name(a: Any) -> str | None:
     return None
 
 
-def _v3_calendar(context: Mapping[str, Any]) -> dict[int, list[str]]:
+def _v4_calendar(context: Mapping[str, Any]) -> dict[int, list[str]]:
     """Fixed slots by day: ``{day: ["cal morning ADMIN_WORK", ...]}`` in slot order. An item
     is a mapping with ``day``, ``slot`` and ``action`` (a name or id; anything else is
     ``?``: a commitment nobody classified); items without a day or slot are left out, and
@@ -556,9 +545,9 @@ def _v3_calendar(context: Mapping[str, Any]) -> dict[int, list[str]]:
     }
 
 
-def _v3_feedback(context: Mapping[str, Any]) -> dict[int, str]:
+def _v4_feedback(context: Mapping[str, Any]) -> dict[int, str]:
     """Answers by step: ``{t: "fb DEEP_WORK ignored"}`` for items with ``day``, ``slot``, a
-    known ``action`` and a ``response`` of :data:`V3_RESPONSES` (``accept`` / ``ignore``
+    known ``action`` and a ``response`` of :data:`V4_RESPONSES` (``accept`` / ``ignore``
     too); the last answer of a step wins; anything else is left out."""
     items = context.get("feedback") or []
     if isinstance(items, (str, bytes, Mapping)):
@@ -571,24 +560,24 @@ def _v3_feedback(context: Mapping[str, Any]) -> dict[int, str]:
         action = _action_name(item.get("action"))
         r = item.get("response")
         r = {"accept": "accepted", "ignore": "ignored"}.get(r, r) if isinstance(r, str) else None
-        if day is None or slot is None or action is None or r not in V3_RESPONSES:
+        if day is None or slot is None or action is None or r not in V4_RESPONSES:
             continue
         out[day * spec.SLOTS_PER_DAY + spec.SLOTS.index(slot)] = f"fb {action} {r}"
     return out
 
 
-def v3_step_line(step_t: int, action: int, reward: float, event: int, meters, anomalies) -> str:
-    """One v3 step line: ``SLOT:ACTION`` (``SLOT: ?`` when nobody knows what was done), the
+def v4_step_line(step_t: int, action: int, reward: float, event: int, meters, anomalies) -> str:
+    """One v4 step line: ``SLOT:ACTION`` (``SLOT: ?`` when nobody knows what was done), the
     reward, the event's name, ``m`` the meters and ``x`` the anomalies, each number ``?``
     when missing; with an unknown action every anomaly is ``?`` (nothing to compare to)."""
     slot = spec.SLOTS[step_t % spec.SLOTS_PER_DAY]
     known = 0 <= action < spec.N_ACTIONS
     head = f"{slot}:{spec.ACTIONS[action]}" if known else f"{slot}: {UNKNOWN}"
     ev = f" {spec.EVENTS[event]}" if event else ""
-    x = " ".join(_v3_signed(v, 2.0) if known else UNKNOWN for v in anomalies)
+    x = " ".join(_v4_signed(v, 2.0) if known else UNKNOWN for v in anomalies)
     return (
-        f"{head} {_v3_signed(reward, 20.0)}{ev}"
-        f" m {' '.join(_v3_unit(v) for v in meters)} x {x}"
+        f"{head} {_v4_signed(reward, 20.0)}{ev}"
+        f" m {' '.join(_v4_unit(v) for v in meters)} x {x}"
     )
 
 
@@ -628,17 +617,17 @@ def _v4_filters(context: Mapping[str, Any]) -> dict[int, Sequence[Any]]:
     return out
 
 
-def _render_v3(history: Sequence[Mapping[str, Any]], ctx: Mapping[str, Any], fmt: str = FORMAT_V3) -> str:
+def _render_v4(history: Sequence[Mapping[str, Any]], ctx: Mapping[str, Any]) -> str:
     t0, meters0, steps = _read(history, unknown=True)
     observe = ctx.get("observe") or "clean"
     if observe not in OBSERVE_CONDITIONS:
         raise ValueError(f"observe must be one of {OBSERVE_CONDITIONS}, got {observe!r}")
-    cal = _v3_calendar(ctx)
-    fb = _v3_feedback(ctx)
-    filters = _v4_filters(ctx) if fmt == FORMAT_V4 else {}
+    cal = _v4_calendar(ctx)
+    fb = _v4_feedback(ctx)
+    filters = _v4_filters(ctx)
     day = t0 // spec.SLOTS_PER_DAY
-    lines = [fmt, f"obs {observe}", f"day {day}", *cal.get(day, [])]
-    lines.append("m " + " ".join(_v3_unit(v) for v in meters0))
+    lines = [FORMAT_V4, f"obs {observe}", f"day {day}", *cal.get(day, [])]
+    lines.append("m " + " ".join(_v4_unit(v) for v in meters0))
     t = t0
     meters = meters0  # what the observation before the next decision shows
     for step in steps:
@@ -649,7 +638,7 @@ def _render_v3(history: Sequence[Mapping[str, Any]], ctx: Mapping[str, Any], fmt
             lines.append(filter_line(filters[step.t], np.isfinite(np.asarray(meters, dtype=float))))
         meters = step.meters
         lines.append(
-            v3_step_line(step.t, step.action, step.reward, step.event, step.meters, step.anomalies)
+            v4_step_line(step.t, step.action, step.reward, step.event, step.meters, step.anomalies)
         )
         if step.t in fb:
             lines.append(fb[step.t])
@@ -667,7 +656,7 @@ def _render_v3(history: Sequence[Mapping[str, Any]], ctx: Mapping[str, Any], fmt
 def observed_view(
     obs: Mapping[str, Any], observed: Sequence[bool] | None, action_known: bool = True
 ) -> dict[str, Any]:
-    """An observation as a v3 prompt shows it: the meters not observed (``observed`` False;
+    """An observation as a v4 prompt shows it: the meters not observed (``observed`` False;
     None = all observed) and their anomalies NaN, the reward NaN unless every meter was
     observed, and ``last_action`` unknown (10) unless ``action_known``. The real-data path
     fills missing meters to feed the belief; the prompt must not show those fills as data."""
@@ -687,12 +676,29 @@ def observed_view(
     return out
 
 
+def check_prompt_format(fmt: Any) -> str:
+    """``fmt`` if this version renders it (:data:`PROMPT_FORMATS`); a ValueError that says
+    so for a retired format (a model trained on v2 or v3) or any other value."""
+    if fmt in PROMPT_FORMATS:
+        return fmt
+    known = " and ".join(PROMPT_FORMATS)
+    if fmt in RETIRED_FORMATS:
+        raise ValueError(f"prompt format {fmt!r} was retired; this version renders {known}")
+    raise ValueError(f"unknown prompt format {fmt!r}; this version renders {known}")
+
+
+def model_prompt_format(fmt: Any) -> str:
+    """The prompt format a model reads, from what it says (GGUF key :data:`GGUF_FORMAT_KEY`,
+    ``checkpoint.json``): nothing (a model made before formats were recorded) is v1; a
+    format this version does not render raises ValueError (:func:`check_prompt_format`)."""
+    return FORMAT_VERSION if fmt is None else check_prompt_format(fmt)
+
+
 def render_compact(
     history: Sequence[Mapping[str, Any]],
     context: Mapping[str, Any] | None = None,
     beliefs: Sequence[Any] | None = None,
     fmt: str = FORMAT_VERSION,
-    history_beliefs: bool | None = None,
 ) -> str:
     """The compact prompt for the decision after ``history[-1]``.
 
@@ -701,28 +707,18 @@ def render_compact(
     see :func:`sanitize_text`). ``beliefs``: the belief emitted at each completed step (one
     per observation after the first; None where none was emitted); omitted lines carry no
     ``b=``. Ends with ``SLOT:`` of the next step, or with a newline when the week is over.
-    ``fmt``: one of :data:`PROMPT_FORMATS` (the first line); ``history_beliefs``: whether
-    past beliefs are written (default: v1 yes, v2 no; training writes them for v2 too and
-    hides them from later tokens with an attention mask). Format v3 (see the module
-    docstring) ignores ``beliefs``, accepts unknown actions and NaN numbers (``?``), and
-    reads ``context`` as ``events`` = fixed slots (``day``, ``slot``, ``action``),
-    ``feedback`` = answers (``day``, ``slot``, ``action``, ``response``) and ``observe``.
+    ``fmt``: one of :data:`PROMPT_FORMATS` (the first line; anything else raises, see
+    :func:`check_prompt_format`). Format v4 (see the module docstring) ignores ``beliefs``,
+    accepts unknown actions and NaN numbers (``?``), and reads ``context`` as ``events`` =
+    fixed slots (``day``, ``slot``, ``action``), ``feedback`` = answers (``day``, ``slot``,
+    ``action``, ``response``), ``observe`` and ``filters``.
     Raises ValueError on a malformed history; untrusted text never makes it raise."""
-    if fmt not in PROMPT_FORMATS:
-        raise ValueError(f"unknown prompt format {fmt!r}; expected one of {PROMPT_FORMATS}")
+    fmt = check_prompt_format(fmt)
     ctx = _check_context(context)
-    if fmt in STREAM_FORMATS:
-        if beliefs is not None and any(b is not None for b in beliefs) and history_beliefs:
-            raise ValueError(f"format {fmt} shows no past beliefs")
-        if fmt == FORMAT_V3 and ctx.get("filters"):
-            raise ValueError("format v3 shows no filter lines (that is v4)")
-        return _render_v3(history, ctx, fmt)
+    if fmt == FORMAT_V4:
+        return _render_v4(history, ctx)
     t0, meters0, steps = _read(history)
     blf = _check_beliefs(beliefs, len(steps))
-    if history_beliefs is None:
-        history_beliefs = fmt == FORMAT_VERSION
-    if not history_beliefs:
-        blf = [None] * len(steps)
     day = t0 // spec.SLOTS_PER_DAY
     lines = [fmt, *_compact_context(ctx), f"day {day}"]
     lines.append("m " + " ".join(_unit(v) for v in meters0))

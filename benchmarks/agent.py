@@ -29,8 +29,8 @@ sys.path.insert(0, str(_HERE.parent))
 
 import numpy as np  # noqa: E402
 
-from agent.planner import BayesAgent  # noqa: E402
-from agent.policies import register_agent_policies  # noqa: E402
+from agent.lab.policies import register_ablations, register_agent_policies  # noqa: E402
+from agent.teacher import BayesAgent  # noqa: E402
 from simulator import spec  # noqa: E402
 from simulator.env import RhythmEnv  # noqa: E402
 from simulator.evaluate import PUBLISHED, evaluate  # noqa: E402
@@ -82,6 +82,7 @@ def main() -> None:
     args = ap.parse_args()
 
     register_agent_policies()
+    register_ablations()
     out: dict[str, object] = {"cpu": pin_one_core()}
     if args.timing_episodes:
         out["timing"] = time_decisions(args.timing_episodes)

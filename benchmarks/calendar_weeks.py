@@ -60,10 +60,9 @@ PAIRS = (("bayes-calendar", "bayes"), ("student + cal lines", "student"))
 def _policy(kind: str):
     if not kind.startswith("student"):
         return kind
-    from agent.student_policy import StudentPolicy
-    from rhythm.recommend import bundled_model_path
+    from agent.lab.student_policy import StudentPolicy, simulator_student_path
 
-    return StudentPolicy.from_gguf(bundled_model_path(), read_calendar=kind == "student+cal")
+    return StudentPolicy.from_gguf(simulator_student_path(), read_calendar=kind == "student+cal")
 
 
 def student_available() -> str | None:
@@ -72,9 +71,9 @@ def student_available() -> str | None:
 
     if find_spec("llama_cpp") is None:
         return "llama-cpp-python is not installed"
-    from rhythm.recommend import bundled_model_path
+    from agent.lab.student_policy import simulator_student_path
 
-    return None if bundled_model_path() is not None else "no bundled student model"
+    return None if simulator_student_path() is not None else "no bundled student model"
 
 
 def summary(g: dict[str, np.ndarray]) -> dict[str, float | int | None]:
@@ -100,7 +99,7 @@ def paired(a: np.ndarray, b: np.ndarray) -> dict[str, float | int]:
 
 
 def run(episodes: int, student_episodes: int, with_student: bool, console: Console) -> dict:
-    from agent.policies import register_agent_policies
+    from agent.lab.policies import register_agent_policies
     from simulator.evaluate import rollout
 
     register_agent_policies()

@@ -8,11 +8,11 @@ the last quarter of the days (predicting a slot's meters from the previous slot'
 and the slot's action) is scored: the mean absolute error over the meter components
 observed at both ends. Histories:
 
-- generated in the real meter space (tests/agent/personal_people.py: a person whose
+- generated in the real meter space (lab/people/meter_histories.py: a person whose
   evening exercise restores, one whose exercise drains, one with a calendar's effects on
   every meter, one with no effect at all), ``--seeds`` each;
 - a generated person written through the storage writer and mapped by `rhythm map`
-  (tests/rhythm/insight_person.py: 100 days of wearable data and a calendar, evening runs
+  (lab/people/insight_person.py: 100 days of wearable data and a calendar, evening runs
   that raise the next morning's HRV and lower its stress);
 - every database given with ``--db`` (e.g. a sample person's import; its stored meters
   and slot actions, as `rhythm map` left them).
@@ -90,7 +90,7 @@ def evaluate(name: str, slots: list[SlotMeters]) -> dict:
 
 
 def generated(seeds: int, days: int) -> list[dict]:
-    from tests.agent.personal_people import PEOPLE, history
+    from lab.people.meter_histories import PEOPLE, history
 
     out = []
     for name, person in PEOPLE.items():
@@ -112,12 +112,12 @@ def from_db(path: Path) -> list[SlotMeters]:
 
 
 def mapped_person() -> list[SlotMeters]:
-    """tests/rhythm/insight_person.py written through storage and mapped, in a temp home."""
+    """lab/people/insight_person.py written through storage and mapped, in a temp home."""
+    from lab.people import insight_person
     from rhythm import jobs
     from rhythm.settings import init_home, load_settings
     from storage import open_db
     from storage.writer import write_records
-    from tests.rhythm import insight_person
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(home=Path(tmp), env={}, timezone="Europe/Amsterdam")

@@ -5,7 +5,7 @@
 
 For each observation condition (clean, noisy, answers-only; in-dist seeds 0..N-1, feedback
 on) it plays the Bayesian agent once and reads, on the very same weeks, the ideal
-posterior's belief (:class:`agent.ideal.IdealPosterior`, 20,000 in-dist prior profiles; in
+posterior's belief (:class:`agent.lab.ideal.IdealPosterior`, 20,000 in-dist prior profiles; in
 the clean and noisy conditions its weight collapses on a few particles, see its ESS); then
 the structureless reference and the student (``--student``; default the bundled product
 student, the one that reads a person's answers on real days; their own weeks, same seeds). Also:
@@ -37,8 +37,8 @@ sys.path.insert(0, str(_HERE.parent))
 import numpy as np  # noqa: E402
 
 from agent.answers import answer_log_likelihood, track_states  # noqa: E402
-from agent.ideal import IdealPosterior  # noqa: E402
-from agent.planner import BayesAgent  # noqa: E402
+from agent.lab.ideal import IdealPosterior  # noqa: E402
+from agent.teacher import BayesAgent  # noqa: E402
 from simulator import spec  # noqa: E402
 from simulator.dynamics import compact_params  # noqa: E402
 from simulator.evaluate import episode_plan, evaluate  # noqa: E402
@@ -159,7 +159,7 @@ def run_condition(observe: str, n: int, student_path: Path | None) -> dict[str, 
 
 def run_student(observe: str, n: int, student_path: Path) -> dict[str, Any]:
     """The student's weeks in feedback mode (seeds 0..n-1), as ``rhythm sim eval`` plays it."""
-    from agent.student_policy import StudentPolicy
+    from agent.lab.student_policy import StudentPolicy
 
     log(f"[{observe}] student {student_path.name}")
     pol = StudentPolicy.from_gguf(student_path)
@@ -437,7 +437,7 @@ def main() -> None:
             r = evaluate(BayesAgent(), "in-dist", episodes=args.feedback_off, progress=progress("bayes"))
             results["feedback_off"] = {"episodes": r.episodes, "final_score": r.final_score, "belief_mae": r.belief_mae}
         if student is not None:
-            from agent.student_policy import StudentPolicy
+            from agent.lab.student_policy import StudentPolicy
 
             log("[clean, feedback off] student, in-dist")
             g = play_episodes(

@@ -6,7 +6,7 @@
 
 Builds (once, in benchmarks/_data/, git-ignored) what the app's automation writes with the
 Default period over a year: one file a day holding the whole previous day and the current
-day up to 21:00, so every day is in two files (tests/fixtures/synthetic/hae.py: heart rate
+day up to 21:00, so every day is in two files (lab/people/hae.py: heart rate
 every 4-6 minutes and every 5 s in workouts, steps, distance and active energy in the active
 minutes, basal energy every minute, HRV, resting heart rate, respiratory rate and SpO2 at
 night, both devices' sources, the night's aggregated sleep, a workout with per-minute heart
@@ -49,7 +49,7 @@ def build(days: int, seed: int) -> Path:
         return folder
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    from tests.fixtures.synthetic import hae
+    from lab.people import hae
 
     t = time.perf_counter()
     hae.daily_files(folder / "year", FIRST, days, seed=seed)

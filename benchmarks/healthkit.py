@@ -8,7 +8,7 @@
     .venv/bin/python benchmarks/healthkit.py --records 1000000 --no-native   # pure-Python parser
 
 Builds a large export.xml in benchmarks/_data/ (git-ignored) by repeating the Records of
-the generated test export (tests/fixtures/synthetic/healthkit.py: 8,038 Records of 28 types
+the generated test export (lab/people/healthkit.py: 8,038 Records of 28 types
 in the shape of a real 2021 export, HRV beat lists, metadata), each copy shifted later by a
 whole number of 367-day periods so no natural key repeats. Then:
 
@@ -52,7 +52,7 @@ def fixture_bytes() -> bytes:
     """The generated test export the copies repeat (the suite's own fixture, one year of 2021)."""
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    from tests.fixtures.synthetic import healthkit
+    from lab.people import healthkit
 
     return healthkit.export_xml()
 

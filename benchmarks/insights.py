@@ -2,7 +2,7 @@
 
 Run:  nice python benchmarks/insights.py [--seeds 200] [--days 120]
 
-On the day tables of tests/mapping/insight_histories.py (the default factor set plus
+On the day tables of lab/people/insight_histories.py (the default factor set plus
 title:Choir: 59 factors x 29 outcomes x 2 lags, about 2,200 comparisons that reach the
 3-day floor):
 
@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from common.records import SLOTS  # noqa: E402
+from lab.people.insight_histories import Planted, history  # noqa: E402
 from mapping.insights import DailyTable, compare  # noqa: E402
-from tests.mapping.insight_histories import Planted, history  # noqa: E402
 
 PLANTED = (
     Planted("workout@evening", "serenity@morning", 1, +0.15),

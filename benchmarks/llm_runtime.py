@@ -7,7 +7,7 @@ Reports the load time, milliseconds per decision (``LLMPolicy.act``: prompt rend
 llama.cpp, greedy and grammar-constrained + parsing) and of that in llama.cpp, prompt tokens
 per decision and per step of history, and the count of invalid outputs. (The token counts
 are taken outside the timings.) Without ``--model`` it builds the 2-layer, 64-wide random-weight
-Llama of the tests (``tests/agent/gguf_fixture.py``) in a temporary folder: its speed is
+Llama of the tests (``lab/people/tiny_gguf.py``) in a temporary folder: its speed is
 that of the runtime, not of a useful model. Needs the ml extra.
 """
 
@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from agent.llm_policy import LLMPolicy  # noqa: E402
+from agent.lab.llm_policy import LLMPolicy  # noqa: E402
 from agent.prompting import render_compact  # noqa: E402
 from agent.runtime import LlamaCppModel  # noqa: E402
 from simulator import spec  # noqa: E402
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(args.model) if args.model else None
         if path is None:
-            from tests.agent.gguf_fixture import build_tiny_gguf
+            from lab.people.tiny_gguf import build_tiny_gguf
 
             path, _ = build_tiny_gguf(Path(tmp) / "tiny.gguf")
         model = LlamaCppModel(path, n_ctx=args.n_ctx, n_threads=args.n_threads)

@@ -127,7 +127,7 @@ def mlp(x: np.ndarray, y: np.ndarray, fit: np.ndarray, epochs: int, seed: int = 
 def score_afresh(args: argparse.Namespace, work: Path) -> tuple[str, str, list[str]]:
     """New people's weeks, a dataset of them in the model's format and tokenizer, and the
     model's teacher-forced logits on them: ``(scores.npz, dataset, [rollouts.jsonl])``."""
-    from rhythm.streams import write_streams
+    from lab.streams import write_streams
     from training import calibrate, dataset
     from training.checkpoints import gguf_prompt_format, load_gguf_student
 

@@ -38,9 +38,9 @@ from rich.progress import Progress  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from agent.hindsight import Answered, answer_targets  # noqa: E402
-from agent.planner import BayesAgent  # noqa: E402
+from agent.lab.student_policy import StudentPolicy  # noqa: E402
 from agent.prompting import format_output  # noqa: E402
-from agent.student_policy import StudentPolicy  # noqa: E402
+from agent.teacher import BayesAgent  # noqa: E402
 from simulator.env import RhythmEnv  # noqa: E402
 from simulator.profiles import sample_profile  # noqa: E402
 from training.answers import Example, RefineSettings, refine_gguf  # noqa: E402
@@ -90,7 +90,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--people", type=int, default=10)
     ap.add_argument("--seed-start", type=int, default=7000)
-    ap.add_argument("--model", default=str(_HERE.parent / "rhythm" / "models" / "student-q8_0.gguf"))
+    ap.add_argument("--model", default=str(_HERE.parent / "agent" / "lab" / "models" / "student-q8_0.gguf"))
     ap.add_argument("--observe", default="noisy", choices=["clean", "noisy", "answers-only"])
     ap.add_argument("--steps", type=int, default=RefineSettings.steps)
     ap.add_argument("--lr", type=float, default=RefineSettings.lr)

@@ -1,14 +1,14 @@
 """The student on real-shaped streams: does it choose what the Bayesian agent would?
 
-    .venv/bin/python benchmarks/student_real.py --models shipped=rhythm/models/student-q8_0.gguf \\
+    .venv/bin/python benchmarks/student_real.py --models shipped=agent/lab/models/student-q8_0.gguf \\
         new=runs/x/export/student-q8_0.gguf --json runs/x/real.json --md runs/x/real.md
 
 Streams (built in throw-away homes through the product's own path: import or the storage
 writer, ``rhythm map``):
 
 - the sample people: Apple Health + calendar, WHOOP + calendar (``rhythm/data/sample``);
-- generated histories: the busy week of ``tests/rhythm/busy_week.py``, the watch-and-calendar
-  person of ``tests/mapping/people.py`` (whole, and with missing days and a calendar pause),
+- generated histories: the busy week of ``lab/people/busy_week.py``, the watch-and-calendar
+  person of ``lab/people/watch_calendar.py`` (whole, and with missing days and a calendar pause),
   and seeded people of this script (bed and wake times, nights, HRV, steps, workouts and a
   calendar drawn per person, days without the watch).
 
@@ -22,7 +22,7 @@ commitments; the night is a bedtime and never asked). For each:
   student's product-shaped training weeks);
 - **planner**: the day planner's choice for the slot before the model is asked;
 - **each model**: its raw pick through ``rhythm.recommend.make_plan`` (the product's prompt
-  for the model's format: v3 the whole week, v1/v2 the week after its last gap).
+  for the model's format: v4 the whole week, v1 the week after its last gap).
 
 Reported: agreement with the teacher (and with the planner), per stream and overall, and the
 action histograms (the goal: agreement >= 0.8 and no action chosen more often than the
@@ -40,11 +40,11 @@ about +-0.045, so two models a few decisions apart are not told apart.
 with the first report's; the teacher's picks must match, so ``--teacher-seeds 1`` suffices
 for the later run).
 ``--unseen N`` adds N people of the generator behind the stream training weeks
-(``rhythm.streams``, ``rhythm train streams``) on seeds no training run uses, reported apart:
+(``lab.streams``, ``rhythm train streams``) on seeds no training run uses, reported apart:
 the streams above are held out from training by kind (the student's stream weeks come from
 another generator), these only by seed. ``--sim-weeks N`` adds simulated product-shaped weeks
 (``training.realshape.product_week`` on evaluation seeds): agreement with the teacher's
-label at every free step, v3 and v4 models only.
+label at every free step, v4 models only.
 """
 
 from __future__ import annotations
@@ -101,10 +101,10 @@ def _write(settings, records) -> None:
 
 
 def sample_streams(root: Path) -> Iterator[Stream]:
+    from lab.streams import throwaway_home
     from rhythm import jobs
     from rhythm.data.make_sample import SAMPLE_TIMEZONE, SAMPLE_TODAY
     from rhythm.demo import SAMPLE_DIR
-    from rhythm.streams import throwaway_home
 
     for name, source, file in (
         ("sample-healthkit", "healthkit", "apple_health_export.zip"),
@@ -118,10 +118,10 @@ def sample_streams(root: Path) -> Iterator[Stream]:
 
 
 def test_streams(root: Path) -> Iterator[Stream]:
+    from lab.people import busy_week
+    from lab.people import watch_calendar as people
+    from lab.streams import Person, person_settings, throwaway_home
     from rhythm import jobs
-    from rhythm.streams import Person, person_settings, throwaway_home
-    from tests.mapping import people
-    from tests.rhythm import busy_week
 
     s = throwaway_home(root, "busy-week", "Europe/Berlin")
     _write(s, busy_week.wearable_records())
@@ -202,22 +202,22 @@ def generated_people(rng: np.random.Generator, n: int, days: int = 35) -> Iterat
 
 
 def generated_streams(root: Path, n: int, seed: int = 7) -> Iterator[Stream]:
-    from rhythm.streams import Person, person_settings
+    from lab.streams import Person, person_settings
 
     for name, last, recs, zone in generated_people(np.random.default_rng(seed), n):
         yield Stream(name, person_settings(Person(name, zone, last, recs), root), last)
 
 
-#: Seeds of the unseen people of ``rhythm.streams`` (training uses 1,000,000 on).
+#: Seeds of the unseen people of ``lab.streams`` (training uses 1,000,000 on).
 UNSEEN_SEED = 90_000_000
 UNSEEN = "unseen people (training generator)"
 
 
 def unseen_streams(root: Path, n: int) -> Iterator[Stream]:
-    """``n`` people of the stream weeks' generator (``rhythm.streams.synthetic_person``) on
+    """``n`` people of the stream weeks' generator (``lab.streams.synthetic_person``) on
     seeds no training run uses: how the student does on new people like those it was
     trained on, beside the streams above, which it never saw the like of."""
-    from rhythm.streams import person_settings, synthetic_person
+    from lab.streams import person_settings, synthetic_person
 
     for k in range(n):
         person = synthetic_person(UNSEEN_SEED + k)
@@ -296,13 +296,13 @@ def stream_decisions(stream: Stream, days: int, models: dict[str, Path], teacher
 
 
 def sim_decisions(weeks: int, models: dict[str, Path], seed0: int = 20_000_000) -> list[dict[str, Any]]:
-    from agent.prompting import OUTPUT_GBNF, STREAM_FORMATS, parse_output
+    from agent.prompting import FORMAT_V4, OUTPUT_GBNF, parse_output
     from agent.runtime import LlamaCppModel
     from training.realshape import draw_shape, product_week
     from training.weeks import week_prompt
 
     loaded = {n: LlamaCppModel(p, n_ctx=2048, n_threads=1) for n, p in models.items()}
-    v3 = {n: m for n, m in loaded.items() if m.prompt_format in STREAM_FORMATS}
+    v4 = {n: m for n, m in loaded.items() if m.prompt_format == FORMAT_V4}
     rng = np.random.default_rng(seed0)
     out = []
     for w in range(weeks):
@@ -312,7 +312,7 @@ def sim_decisions(weeks: int, models: dict[str, Path], seed0: int = 20_000_000) 
             if ans is None:
                 continue
             row = {"stream": "sim-product", "week": w, "t": shape.start + k, "teacher": ACTIONS[ans["action"]]}
-            for name, m in v3.items():
+            for name, m in v4.items():
                 prompt, _ = week_prompt(rec, k, m.prompt_format)
                 p = parse_output(m.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=24))
                 row[name] = p.action if p.valid else None
@@ -514,13 +514,13 @@ def markdown(report: dict[str, Any], names: list[str]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", nargs="+", default=[f"shipped={ROOT / 'rhythm/models/student-q8_0.gguf'}"],
+    ap.add_argument("--models", nargs="+", default=[f"shipped={ROOT / 'agent/lab/models/student-q8_0.gguf'}"],
                     help="models as name=path.gguf")
     ap.add_argument("--days", type=int, default=14, help="days per stream (the last ones)")
     ap.add_argument("--generated", type=int, default=4, help="seeded generated people")
     ap.add_argument("--unseen", type=int, default=0,
                     help="people of the stream weeks' generator on unseen seeds (reported apart)")
-    ap.add_argument("--sim-weeks", type=int, default=0, help="simulated product-shaped weeks (v3 models)")
+    ap.add_argument("--sim-weeks", type=int, default=0, help="simulated product-shaped weeks (v4 models)")
     ap.add_argument("--streams", nargs="*", default=None, help="only these streams (names)")
     ap.add_argument("--teacher-seeds", type=int, default=4,
                     help="run the teacher with this many seeds per decision (how sharp its label is)")

@@ -50,8 +50,8 @@ ABLATION_WORLDS = ("nominal", "kind+drift", "all")
 
 def _run(job):
     name, kwargs, world, episodes = job
-    from agent.policies import register_agent_policies
-    from agent.robust import RobustAgent
+    from agent.lab.policies import register_agent_policies
+    from agent.lab.robust import RobustAgent
     from simulator.evaluate import rollout
 
     register_agent_policies()

@@ -43,7 +43,7 @@ from typing import Any
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MISSED
 
 from common.errors import ConfigError, RhythmError, StorageError
-from rhythm import jobs, lock
+from rhythm import jobs, lock, runner
 from rhythm.settings import Settings, local_today, user_zone
 from storage import open_db, runs
 
@@ -135,12 +135,12 @@ def _guard(settings: Settings, job: str, stage: str, fn: Callable[[], Any], sour
         line = _first_line(exc)
         log.error("%s: failed: %s", job, line)
         if stage != "sync":  # rhythm.sync records its own failures (runs, sync_state)
-            jobs.record_failure(settings, stage, source or "", job, RhythmError(line))
+            runner.record_failure(settings, stage, source or "", job, RhythmError(line))
         return JobResult(job, stage, ok=False, error=line, seconds=time.monotonic() - t0)
     except Exception as exc:  # a bug in one stage must not stop the daemon
         line = f"{type(exc).__name__}: {_first_line(exc)}"
         log.exception("%s: crashed: %s", job, line)
-        jobs.record_failure(settings, stage, source or "", job, RhythmError(line))
+        runner.record_failure(settings, stage, source or "", job, RhythmError(line))
         return JobResult(job, stage, ok=False, error=line, seconds=time.monotonic() - t0)
     seconds = time.monotonic() - t0
     if stage == "sync":

@@ -1,18 +1,16 @@
 """The app's units of work, in one place: import, sync, map, recommend, feedback, push.
 
-Each unit runs through the same runner (STYLE rule 16): it takes the writer lock
-(``rhythm.lock``: the daemon, or one CLI command, is the only writer), opens the database,
-runs one transaction and records the run in ``runs`` inside that transaction. A failure
-rolls everything back: the database is exactly as before and the error propagates as one
-RhythmError (the daemon notes failures afterwards with ``record_failure``). The CLI, the
-daemon and the demo call these functions and nothing else that writes.
+Each unit runs through the same runner (``rhythm.runner``, STYLE rule 16): it takes the
+writer lock (``rhythm.lock``: the daemon, or one CLI command, is the only writer), opens the
+database, runs one transaction and records the run in ``runs`` inside that transaction. A
+failure rolls everything back: the database is exactly as before and the error propagates
+as one RhythmError (the daemon notes failures afterwards with ``rhythm.runner.record_failure``).
+The CLI, the daemon and the demo call these functions and nothing else that writes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,66 +19,17 @@ from common.errors import ConfigError, RhythmError, SourceFormatError
 from common.records import Skipped
 from connectors import registry
 from connectors.checkpoint import Checkpoint
-from rhythm.lock import writer_lock
+from rhythm.runner import recorded, session, unit_of_work
 from rhythm.settings import Settings, local_today, user_zone
-from storage import WriteSummary, open_db, runs
+from storage import open_db, runs
 from storage.db import Database
-from storage.writer import RecordWriter
 
-if TYPE_CHECKING:  # httpx loads only to sync
+if TYPE_CHECKING:  # httpx loads only to sync; pyarrow (the writer) only to write
     from connectors.http import RetryPolicy
+    from storage.writer import WriteSummary
 
 Progress = Callable[[float, float | None], None]
 SyncProgress = Callable[[str, int], None]
-
-
-# -- the runner ------------------------------------------------------------------------------
-@contextmanager
-def session(settings: Settings, what: str) -> Iterator[Database]:
-    """The writer lock and the open (migrated) database, for one or more units of work."""
-    with writer_lock(settings.home, what), open_db(settings.database) as db:
-        yield db
-
-
-@dataclass
-class Run:
-    """A unit of work in progress: the database, and the summary its `runs` row will carry."""
-
-    db: Database
-    kind: str
-    source: str | None = None
-    target: str | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
-
-
-@contextmanager
-def recorded(db: Database, kind: str, source: str | None = None, target: str | None = None) -> Iterator[Run]:
-    """One transaction that ends with its row in `runs` (all or nothing)."""
-    run = Run(db, kind, source, target)
-    started = datetime.now(UTC)
-    with db.transaction():
-        yield run
-        runs.record_run(db, kind, source, target, started, True, run.summary)
-
-
-@contextmanager
-def unit_of_work(
-    settings: Settings, kind: str, source: str | None = None, target: str | None = None
-) -> Iterator[Run]:
-    """Lock, open, one recorded transaction: the whole of a unit of work."""
-    what = f"rhythm {kind}" + (f" {source}" if source else "")
-    with session(settings, what) as db, recorded(db, kind, source, target) as run:
-        yield run
-
-
-def record_failure(settings: Settings, kind: str, source: str | None, target: str, error: BaseException) -> None:
-    """Best effort: note a failed run (after its transaction rolled back). The daemon uses
-    this; a failed command line leaves the database exactly as it was."""
-    try:
-        with open_db(settings.database) as db:
-            runs.record_run(db, kind, source, target, datetime.now(UTC), False, {"error": str(error)})
-    except RhythmError:
-        pass
 
 
 # -- import ----------------------------------------------------------------------------------
@@ -101,6 +50,8 @@ def import_file(
     with unit_of_work(settings, "import", source, str(path)) as run:
         if desc.data_window:
             options.update(_data_window(run.db, settings))
+        from storage.writer import RecordWriter
+
         writer = RecordWriter(run.db, on_flush=on_flush)
         for record in reader(path, progress=progress, **options):
             writer.add(record)
@@ -124,6 +75,8 @@ def import_payload(
     options = {kw: settings.get(n) for kw, n in desc.options.items()}
     options.update({k: v for k, v in hints.items() if v is not None})
     with unit_of_work(settings, "import", source, name) as run:
+        from storage.writer import RecordWriter
+
         writer = RecordWriter(run.db)
         for record in reader(name, payload=payload, **options):
             writer.add(record)
@@ -210,6 +163,8 @@ def _sync_one(
     moved: dict[str, str | None] = {}
     try:
         with recorded(db, "sync", name, "api") as run:
+            from storage.writer import RecordWriter
+
             writer = RecordWriter(db)
             for rec in records:
                 if isinstance(rec, Checkpoint):
@@ -305,7 +260,7 @@ def push_google(
     busy = settings.push_busy if busy is None else busy
     wanted = plan_export.plan_days(settings, day, days, now)
     writer = google_write.open_writer(settings.get, api.tokens(settings), policy or api.default_policy())
-    planned_now = [] if clear else plan_export.ensure_plans(settings, wanted, now)
+    planned_now = [] if clear else plan_export.ensure_plans(settings, wanted, recommend, now)
     tz = user_zone(settings)
     with unit_of_work(settings, "push", "google", cid) as run:
         stored = {} if clear else plan_export.read_plans(run.db, wanted)

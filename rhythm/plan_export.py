@@ -1,8 +1,8 @@
 """The plan in the calendar: the shell around the .ics writer and the Google push.
 
 Loads, converts, writes (STYLE rule 17): which plan goes out is the latest one stored for
-each day (``storage.plans.latest_plan``; a day with none is planned first, through
-``rhythm.jobs.recommend``); what an event says is ``calendar_blocks``; the writers are
+each day (``storage.plans.latest_plan``; a day with none is planned first by the planning function
+the caller passes in, ``rhythm.jobs.recommend``: this module imports no unit of work); what an event says is ``calendar_blocks``; the writers are
 ``connectors.calendar.ics_write`` and ``connectors.calendar.google_write`` (the push itself is
 the unit of work ``rhythm.jobs.push_google``).
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,9 @@ from storage.plans import json_value
 
 MAX_DAYS = 14
 SUFFIX = " (Rhythm)"
+#: How a missing day gets planned: ``rhythm.jobs.recommend`` (passed in, so this module
+#: imports no unit of work).
+PlanDay = Callable[[Settings, date, datetime | None], Any]
 SLEEP_TITLES = {"bedtime": "Bedtime", "sleep_in": "Sleep in", "nap": "Nap", "early_night": "Early night"}
 
 
@@ -53,14 +56,12 @@ def unplanned(settings: Settings, days: Sequence[date]) -> list[date]:
     return [d for d in days if not stored[d]]
 
 
-def ensure_plans(settings: Settings, days: Sequence[date], now: datetime | None = None) -> list[date]:
-    """Plan each day that has no stored plan (``rhythm.jobs.recommend``, one recorded unit of
-    work per day); returns the days planned now."""
-    from rhythm import jobs
-
+def ensure_plans(settings: Settings, days: Sequence[date], plan: PlanDay, now: datetime | None = None) -> list[date]:
+    """Plan each day that has no stored plan with ``plan`` (the caller's unit of work,
+    ``rhythm.jobs.recommend``: one recorded run per day); returns the days planned now."""
     missing = unplanned(settings, days)
     for d in missing:
-        jobs.recommend(settings, d, now)
+        plan(settings, d, now)
     return missing
 
 
@@ -120,11 +121,13 @@ def export_ics(
     day: date | None = None,
     days: int = 1,
     *,
+    plan: PlanDay,
     busy: bool = False,
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """Write the latest plan of each day as an .ics file (planning a day first where none
-    is stored). The file is replaced whole (written next to it, then renamed)."""
+    is stored, with ``plan``: ``rhythm.jobs.recommend``). The file is replaced whole
+    (written next to it, then renamed)."""
     from connectors.calendar.ics_write import to_ics
 
     target = Path(path).expanduser()
@@ -133,7 +136,7 @@ def export_ics(
     if not target.parent.is_dir():
         raise ConfigError(f"{target.parent}: no such folder")
     wanted = plan_days(settings, day, days, now)
-    planned_now = ensure_plans(settings, wanted, now)
+    planned_now = ensure_plans(settings, wanted, plan, now)
     tz = user_zone(settings)
     with open_db(settings.database, read_only=True) as db:
         stored = read_plans(db, wanted)

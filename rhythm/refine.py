@@ -24,22 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from agent.prompting import FORMAT_V4
+from agent.prompting import FORMAT_V4, model_prompt_format
 from common.errors import ModelError, RhythmError
 from common.records import ACTIONS, METERS, SLOTS
+from rhythm.ask_model import fixed_lines, model_prompt, product_model_path, refined_model_path
+from rhythm.belief_filter import person_belief, person_filters
+from rhythm.day_inputs import HISTORY_WEEKS, calendar_events, main_nights
 from rhythm.derive import observation_records
-from rhythm.recommend import (
-    HISTORY_WEEKS,
-    _calendar,
-    _nights,
-    commitment_lines,
-    fixed_lines,
-    model_prompt,
-    person_belief,
-    person_filters,
-    product_model_path,
-    refined_model_path,
-)
 from rhythm.settings import Settings, user_zone
 from storage import plans
 from storage.db import Database
@@ -66,8 +57,8 @@ def week_frames(db: Database, week_start: date, day: date, tz) -> list[Any]:
     """The calendar frames of ``week_start`` .. ``day`` (classes and slots only)."""
     from agent.day.calendar import frame_day, sleep_habits
 
-    events = _calendar(db, day, tz, start=week_start)
-    habits = sleep_habits(_nights(db, day, tz), tz)
+    events = calendar_events(db, day, tz, start=week_start)
+    habits = sleep_habits(main_nights(db, day, tz), tz)
     return [frame_day(week_start + timedelta(days=k), tz, events, habits) for k in range((day - week_start).days + 1)]
 
 
@@ -108,7 +99,7 @@ def collect(db: Database, settings: Settings, fmt: str) -> RefineData:
         week = [(o, i) for o, i in weeks.get(monday, []) if key(i) <= (day, slot)]
         before = [g for g in feedback if (g["local_day"], SLOTS.index(g["slot"])) < (day, slot) and g["slot"] in SLOTS]
         frames = week_frames(db, monday, day, tz)
-        fixed, events = fixed_lines(frames), commitment_lines(frames[-1], day)
+        fixed = fixed_lines(frames)
         filters = None
         if fmt == FORMAT_V4:  # the filter before each slot of that week: an answer counts once its
             # slot has passed, so one pass over the week serves every decision in it
@@ -117,7 +108,7 @@ def collect(db: Database, settings: Settings, fmt: str) -> RefineData:
                 week_filters[monday] = person_filters(upto, feedback, monday)
             filters = week_filters[monday]
         try:
-            prompt = model_prompt(week, fixed, before, fmt, events=events, filters=filters)
+            prompt = model_prompt(week, fixed, before, fmt, filters=filters)
         except ValueError:  # nothing the model could read at that decision
             skipped += 1
             continue
@@ -149,7 +140,13 @@ def refine(
     if not base.is_file():
         raise ModelError(f"{base}: model file not found")
     check_gguf(base)
-    fmt = gguf_prompt_format(base) or "rhythm v1"
+    try:
+        fmt = model_prompt_format(gguf_prompt_format(base))
+    except ValueError as exc:  # a student of a retired format: say so
+        raise ModelError(f"{base.name}: {exc}") from None
+    if fmt != FORMAT_V4:  # its refined model could not be asked on a real day
+        raise ModelError(f"{base.name}: a model in prompt format {fmt!r}; refining starts from a "
+                         f"{FORMAT_V4} student (the bundled one is {FORMAT_V4})")
     data = collect(db, settings, fmt)
     if not data.examples:
         raise RhythmError(f"none of the {data.answers} answers could be rendered as a prompt (no meters that week)")

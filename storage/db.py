@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+
+if TYPE_CHECKING:  # numpy and pyarrow load only for bulk writes (a fast `rhythm status`)
+    import numpy as np
+    import pyarrow as pa
 
 from common.errors import DatabaseBusy, ReadOnlyViolation, StorageError
 
@@ -148,9 +149,13 @@ class KeyFilter:
     _PROBES = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9)  # odd multipliers
 
     def __init__(self) -> None:
+        import numpy as np
+
         self.bits = np.zeros(max(1, self.BITS >> 3), np.uint8)
 
     def add(self, hashes: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         shift = np.uint64(64 - (self.BITS.bit_length() - 1))
         probes = [(hashes * np.uint64(m)) >> shift for m in self._PROBES]  # top bits: < BITS
         maybe = np.ones(len(hashes), bool)
@@ -168,6 +173,10 @@ class KeyFilter:
 def key_hashes(data: pa.Table, keys: Sequence[str]) -> np.ndarray:
     """A 64-bit hash of each row's key columns, computed with numpy (per distinct string,
     not per row, for the low-cardinality ones). Equal keys give equal hashes in this process."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     h = np.full(data.num_rows, 0x243F6A8885A308D3, np.uint64)
     for k in keys:
         col = data.column(k)
@@ -183,6 +192,8 @@ def key_hashes(data: pa.Table, keys: Sequence[str]) -> np.ndarray:
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser (wrapping uint64 arithmetic)."""
+    import numpy as np
+
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return x ^ (x >> np.uint64(31))
@@ -389,6 +400,8 @@ class Database:
 
         Within one batch, the last row for a key wins.
         """
+        import pyarrow as pa
+
         if self.read_only:
             raise ReadOnlyViolation(f"cannot write {table}: database opened read-only")
         if not isinstance(data, pa.Table):
@@ -442,6 +455,8 @@ class Database:
         transaction); `merge_staged` lands them on the natural key. Bulk tables always go
         this way; keyed tables may (the writer stages the raw_* tables: one merge instead
         of an ON CONFLICT upsert per batch)."""
+        import pyarrow as pa
+
         if self.read_only:
             raise ReadOnlyViolation(f"cannot write {table}: database opened read-only")
         if not self._in_tx:
@@ -478,6 +493,8 @@ class Database:
         return data.num_rows
 
     def _stage_rows(self, table: str, data: pa.Table, cols: list[str]) -> None:
+        import pyarrow as pa
+
         stage = f"__stage_{table}"
         start = self._staged.get(table)
         if start is None:

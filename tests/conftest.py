@@ -1,7 +1,7 @@
 """Shared test set-up: every test gets its own RHYTHM_HOME; no test touches ~/.rhythm.
 
 Test data: everything lives in tests/fixtures (`FIXTURES`, see its README and NOTICE.md);
-the files no licence lets us copy are generated once per session into a temporary folder
+the files no licence lets us copy are generated (lab/people/) once per session into a temporary folder
 (`healthkit_xml`, `healthkit_zip`, `whoop_export`). Nothing is read from outside the repository.
 
 The day's decider is set once here for every test: the Bayesian day planner
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.people import healthkit, whoop
 from tests.fixtures import FIXTURES
-from tests.fixtures.synthetic import healthkit, whoop
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +49,7 @@ def _generated(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def healthkit_xml(_generated) -> Path:
-    """A generated Apple Health export.xml (tests/fixtures/synthetic/healthkit.py)."""
+    """A generated Apple Health export.xml (lab/people/healthkit.py)."""
     return healthkit.write_export_xml(_generated / "export.xml")
 
 
@@ -61,7 +61,7 @@ def healthkit_zip(_generated) -> Path:
 
 @pytest.fixture(scope="session")
 def whoop_export(_generated) -> Path:
-    """A generated WHOOP app CSV export folder (tests/fixtures/synthetic/whoop.py)."""
+    """A generated WHOOP app CSV export folder (lab/people/whoop.py)."""
     folder = _generated / "whoop_export"
     whoop.write_export(folder)
     return folder

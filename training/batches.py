@@ -1,5 +1,5 @@
 """A stage 2 dataset as the training stages read it: its splits and prompt format, batches
-of whole weeks as tensors, what the model sees of them (format v2 hides past beliefs), the
+of whole weeks as tensors, what the model sees of them (hidden answer spans), the
 loss on the answer tokens and the evaluation of a split.
 
 Used by training/sft.py (stage 3 and the stages that train on from a checkpoint),
@@ -27,20 +27,25 @@ def load_split(data: str | Path, name: str) -> dict[str, np.ndarray] | None:
 
 
 def prompt_format_of(data: str | Path) -> str:
-    """The prompt format of a stage 2 dataset (``rhythm v1`` for datasets made before v2)."""
+    """The prompt format of a stage 2 dataset (``rhythm v1`` for datasets made before formats
+    were recorded; a retired format raises ValueError, :func:`agent.prompting.model_prompt_format`)."""
+    from agent.prompting import model_prompt_format
+
     p = Path(data) / "stats.json"
     stats = json.loads(p.read_text()) if p.exists() else {}
-    return stats.get("prompt_format", "rhythm v1")
+    return model_prompt_format(stats.get("prompt_format"))
 
 
 def hidden_belief_layout(hide: np.ndarray) -> tuple[Any, Any]:
-    """``(position_ids (B, L), attention mask (B, 1, L, L) bool)`` for format v2 sequences.
+    """``(position_ids (B, L), attention mask (B, 1, L, L) bool)`` for sequences with hidden
+    spans (format v4 weeks: the answers inserted after each ``SLOT:``; DAgger weeks: the
+    teacher's answers).
 
-    ``hide`` (B, L) numbers the belief spans (dataset stage). A span is visible only to its
+    ``hide`` (B, L) numbers the hidden spans (dataset stage). A span is visible only to its
     own tokens (the student writing it), never to later ones, and the tokens after it take
     the positions they would have without it: training on the whole week in one sequence
-    then computes exactly what llama.cpp computes on a v2 prompt, which leaves past beliefs
-    out (checked by the tests)."""
+    then computes exactly what llama.cpp computes on each step's prompt, which holds no
+    earlier answer (checked by the tests)."""
     import torch
 
     b, n = hide.shape
@@ -65,7 +70,7 @@ def hidden_belief_layout(hide: np.ndarray) -> tuple[Any, Any]:
 
 
 def forward_hidden(model, ids, hide=None):
-    """Last hidden states; with ``hide`` (v2) under :func:`hidden_belief_layout`."""
+    """Last hidden states; with ``hide`` under :func:`hidden_belief_layout`."""
     if hide is None:
         return model.model(input_ids=ids).last_hidden_state
     pos, allowed = hidden_belief_layout(hide.cpu().numpy())
@@ -85,8 +90,8 @@ def masked_loss(
     hidden=None,
     labels=None,
 ):
-    """Cross-entropy over the answer tokens (``mask`` > 0), and the number of them; belief
-    tokens (``hide`` > 0, v2 data) weigh ``belief_weight``, the tokens of a belief written
+    """Cross-entropy over the answer tokens (``mask`` > 0), and the number of them; hidden
+    answer tokens (``hide`` > 0: v4 and DAgger data) weigh ``belief_weight``, the tokens of a belief written
     after a stale stretch (``mask`` == :data:`training.tokens.CORRECTION`)
     ``correction_weight``. ``labels``: the token ids to predict where they differ from the
     input ``ids`` (blinded weeks, :func:`training.tokens.blind_beliefs`)."""

@@ -10,7 +10,7 @@ from: a student that copies its earlier answers stops moving after the first day
 Outputs: ``trace.csv`` (one row per step), ``trace.png`` (the errors over the week),
 ``summary.json``.
 
-    python -m training.dagger --student rhythm/models/student-q8_0.gguf --episodes 60 --out runs/diag/weeks
+    python -m training.dagger --student agent/lab/models/student-q8_0.gguf --episodes 60 --out runs/diag/weeks
     python -m training.belief_trace --weeks runs/diag/weeks/dagger.jsonl --out runs/diag/trace
 """
 

@@ -177,11 +177,11 @@ def plot(report: dict[str, Any], path: Path) -> Path:
 def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     import torch
 
-    from agent.gguf_writer import with_metadata
     from agent.prompting import GGUF_ACTION_BIAS_KEY, format_action_bias
     from simulator import spec
     from training.batches import action_logits, load_split, prompt_format_of
     from training.checkpoints import gguf_prompt_format, load_gguf_student
+    from training.gguf_writer import with_metadata
 
     if args.objective not in ("nll", "counts"):
         raise ValueError(f"objective must be nll or counts, got {args.objective!r}")

@@ -20,13 +20,13 @@ from training.tokens import EOS, load_tokenizer
 
 
 def checkpoint_prompt_format(checkpoint: str | Path) -> str:
-    """The prompt format a checkpoint folder was trained on."""
+    """The prompt format a checkpoint folder was trained on (v1 when it does not say; a
+    retired format raises ValueError, :func:`agent.prompting.model_prompt_format`)."""
+    from agent.prompting import model_prompt_format
+
     p = Path(checkpoint) / "checkpoint.json"
     desc = json.loads(p.read_text()) if p.exists() else {}
-    fmt = desc.get("prompt_format", "rhythm v1")
-    from agent.prompting import PROMPT_FORMATS
-
-    return fmt if fmt in PROMPT_FORMATS else "rhythm v1"
+    return model_prompt_format(desc.get("prompt_format"))
 
 
 def load_student(checkpoint: str | Path, adapter: str = ""):
@@ -46,8 +46,8 @@ def write_gguf(
 ) -> Path:
     """``model`` as an f32 GGUF at ``path`` (``<|endoftext|>`` as BOS and EOS, the prompt
     format and any ``metadata`` string keys in the metadata)."""
-    from agent.gguf_writer import LlamaConfig, write_llama_gguf
     from agent.prompting import GGUF_FORMAT_KEY
+    from training.gguf_writer import LlamaConfig, write_llama_gguf
 
     tok = load_tokenizer(tokenizer_path)
     eos = tok.token_to_id(EOS)

@@ -64,7 +64,7 @@ class Args:
 def _student(path: str):
     p = Path(path)
     if p.suffix == ".gguf":
-        from agent.llm_policy import LLMPolicy
+        from agent.lab.llm_policy import LLMPolicy
         from agent.runtime import LlamaCppModel
 
         silence_llama_cpp()

@@ -25,11 +25,9 @@ from typing import Any
 import numpy as np
 
 from agent.prompting import (
-    FORMAT_V2,
-    FORMAT_V3,
+    FORMAT_V4,
     FORMAT_VERSION,
-    PROMPT_FORMATS,
-    STREAM_FORMATS,
+    check_prompt_format,
     format_output,
     render_compact,
 )
@@ -45,7 +43,7 @@ from training.common import (
     seed_everything,
 )
 from training.tokens import CORRECTION, EOS, load_tokenizer
-from training.weeks import read_rollouts, shaped, week_context
+from training.weeks import read_rollouts, shaped, view_from_record, week_context
 
 FORMAT = "rhythm-dataset/1"
 #: Spread of a stale belief around the last good one (per dimension, clipped to [0, 1]).
@@ -80,28 +78,24 @@ class Args:
     )
     prompt_format: str = help_field(
         FORMAT_VERSION,
-        "rhythm v1 (past beliefs in the prompt), rhythm v2 (hidden: the student must infer the "
-        "person from the meters every step; see docs/training.md for what it measured) or "
-        "rhythm v3 (the product's shape: unknowns as ?, fixed slots and answers in the stream; "
-        "each answer inserted after its SLOT: and hidden from later tokens) or rhythm v4 (v3 "
-        "with the Bayesian filter's belief before each decision; shaped weeks with filters)",
+        "rhythm v1 (past beliefs in the prompt) or rhythm v4 (the product's shape: unknowns as "
+        "?, fixed slots and answers in the stream, each answer inserted after its SLOT: and "
+        "hidden from later tokens, the Bayesian filter's belief before each decision; shaped "
+        "weeks with filters)",
     )
 
 
-#: Where a v3 step line's decision point is: right after ``SLOT:`` at the start of a line.
+#: Where a v4 step line's decision point is: right after ``SLOT:`` at the start of a line.
 _STEP_RE = re.compile(rf"^(?:{'|'.join(spec.SLOTS)}):", re.MULTILINE)
 
 
-def v3_text(rec: dict[str, Any], fmt: str = FORMAT_V3) -> tuple[str, list[str | None]]:
-    """``(text, answers)`` of a week in format v3 (or v4, with the filter's lines): the whole
-    week as the prompts show it (no answers in it: what the person *did* follows each
+def v4_text(rec: dict[str, Any]) -> tuple[str, list[str | None]]:
+    """``(text, answers)`` of a week in format v4: the whole week as the prompts show it (no answers in it: what the person *did* follows each
     ``SLOT:``) and the teacher's answer line at each step (None where there is no target:
     a fixed slot)."""
-    from training.realshape import view_from_record
-
     w = shaped(rec)
     views = [view_from_record(v) for v in w["views"]]
-    text = render_compact(views, week_context(w, fmt), fmt=fmt)
+    text = render_compact(views, week_context(w), fmt=FORMAT_V4)
     answers = [None if a is None else format_output(a["action"], a["belief"]) for a in w["answers"]]
     return text, answers
 
@@ -109,7 +103,7 @@ def v3_text(rec: dict[str, Any], fmt: str = FORMAT_V3) -> tuple[str, list[str | 
 def encode_inserted(
     tok, text: str, answers: list[str | None]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(ids, mask, hide)`` of a v3 week: the text's tokens with each answer inserted right
+    """``(ids, mask, hide)`` of a v4 week: the text's tokens with each answer inserted right
     after its step's ``SLOT:``, marked as the target (``mask``) and hidden from every later
     token (``hide`` numbers the answers from 1), so the tokens after it read exactly the
     prompt of the next step (:func:`training.batches.hidden_belief_layout`)."""
@@ -152,21 +146,15 @@ def encode_inserted(
 def episode_text(
     rec: dict[str, Any], context: dict[str, Any] | None = None, fmt: str = FORMAT_VERSION
 ) -> str:
-    """The compact text of a whole episode with the teacher's beliefs (ends with a newline).
-
-    In format v2 the beliefs are written too (they are the targets); :func:`encode_episode`
-    marks them so that training hides each from the steps after it."""
-    if fmt not in PROMPT_FORMATS:
-        raise ValueError(f"unknown prompt format {fmt!r}")
-    if fmt in STREAM_FORMATS:
-        return v3_text(rec, fmt)[0]
+    """The compact text of a whole episode with the teacher's beliefs (ends with a newline;
+    format v4: without the answers, :func:`v4_text`)."""
+    if check_prompt_format(fmt) == FORMAT_V4:
+        return v4_text(rec)[0]
     if rec.get("format") != "rhythm-rollouts/1":
-        raise ValueError(f"{rec.get('format')} weeks are for prompt formats {STREAM_FORMATS}")
+        raise ValueError(f"{rec.get('format')} weeks are for prompt format {FORMAT_V4}")
     shown = rec["student_beliefs"] if is_dagger(rec) else rec["beliefs"]
     beliefs = [None if b is None else tuple(b) for b in shown]
-    return render_compact(
-        rec["observations"], context or rec.get("context"), beliefs, fmt=fmt, history_beliefs=True
-    )
+    return render_compact(rec["observations"], context or rec.get("context"), beliefs, fmt=fmt)
 
 
 def is_dagger(rec: dict[str, Any]) -> bool:
@@ -206,17 +194,15 @@ def encode_dagger(
 
 
 def encode_record(tok, rec: dict[str, Any], text: str, fmt: str):
-    """:func:`encode_episode` for teacher weeks (beliefs hidden only in v2),
-    :func:`encode_dagger` for relabelled student weeks."""
-    if fmt in STREAM_FORMATS:
-        return encode_inserted(tok, text, v3_text(rec, fmt)[1])
+    """:func:`encode_episode` for teacher weeks (nothing hidden), :func:`encode_dagger` for
+    relabelled student weeks, :func:`encode_inserted` for v4 weeks."""
+    if fmt == FORMAT_V4:
+        return encode_inserted(tok, text, v4_text(rec)[1])
     if is_dagger(rec):
         answers = [format_output(a, b) for a, b in zip(rec["actions"], rec["beliefs"], strict=True)]
         return encode_dagger(tok, text, answers)
     ids, mask, hide = encode_episode(tok, text)
-    if fmt != FORMAT_V2:
-        hide[:] = 0
-    return ids, mask, hide
+    return ids, mask, np.zeros_like(hide)
 
 
 def stale_beliefs(
@@ -283,14 +269,14 @@ def next_beliefs(mask: np.ndarray, beliefs: list[Any]) -> np.ndarray:
 
 
 def _tokenizer_text(rec: dict[str, Any], text: str, fmt: str) -> str:
-    if fmt not in STREAM_FORMATS:
+    if fmt != FORMAT_V4:
         return text
-    return text + "\n".join(a for a in v3_text(rec, fmt)[1] if a is not None) + "\n"
+    return text + "\n".join(a for a in v4_text(rec)[1] if a is not None) + "\n"
 
 
 def _targets_beliefs(rec: dict[str, Any], fmt: str) -> list[Any]:
     """The teacher's belief at each target of a week, in order."""
-    if fmt in STREAM_FORMATS:
+    if fmt == FORMAT_V4:
         return [a["belief"] for a in shaped(rec)["answers"] if a is not None]
     return rec["beliefs"]
 
@@ -302,7 +288,7 @@ def target_spans(text: str) -> list[tuple[int, int]]:
 
 def belief_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the beliefs of the answers, leading space included (`` b=S,M,W``):
-    what a v2 prompt leaves out of past steps."""
+    :func:`encode_episode` numbers them (stale beliefs, :func:`mark_stale`)."""
     out = []
     for m in _TARGET_RE.finditer(text):
         a, b = m.span("target")
@@ -341,8 +327,8 @@ def _mark(offsets: list[tuple[int, int]], spans: list[tuple[int, int]], n: int) 
 
 def encode_episode(tok, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(ids, mask, hide)``: ``<|endoftext|>`` + the text's tokens; ``mask`` 1 on answer
-    tokens; ``hide`` numbers the belief spans (1, 2, ...; 0 elsewhere), which a v2 student
-    sees only while writing them (:func:`training.batches.hidden_belief_layout`)."""
+    tokens; ``hide`` numbers the belief spans (1, 2, ...; 0 elsewhere): which beliefs
+    :func:`mark_stale` takes out of the targets (a v1 student sees every past belief)."""
     enc = tok.encode(text)
     ids = np.array([tok.token_to_id(EOS), *enc.ids], dtype=np.int32)
     offs = list(enc.offsets)
@@ -391,7 +377,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     if args.tokenizer:
         tok = load_tokenizer(args.tokenizer)
     else:
-        # v3 texts hold no answers (they are inserted as tokens): the tokenizer sees them too
+        # v4 texts hold no answers (they are inserted as tokens): the tokenizer sees them too
         tok = train_tokenizer([_tokenizer_text(records[i], texts[i], args.prompt_format) for i in train_idx],
                               args.vocab_size)
     tok_path = out / "tokenizer.json"
@@ -408,20 +394,14 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     ]
     if args.stale_fraction > 0:
         if args.prompt_format != FORMAT_VERSION:
-            raise ValueError("--stale-fraction applies to v1 data (v2 and v3 show no past beliefs)")
+            raise ValueError("--stale-fraction applies to v1 data (v4 shows no past beliefs)")
         srng = np.random.default_rng(args.seed + 1)
         for i in train_idx:
             rec = records[i]
             if is_dagger(rec) or srng.random() >= args.stale_fraction:
                 continue
             shown, stale, corrections = stale_beliefs(rec["beliefs"], srng)
-            text = render_compact(
-                rec["observations"],
-                rec.get("context"),
-                shown,
-                fmt=args.prompt_format,
-                history_beliefs=True,
-            )
+            text = render_compact(rec["observations"], rec.get("context"), shown, fmt=args.prompt_format)
             ids, mask, hide = encode_episode(tok, text)
             encoded[i] = (ids, mark_stale(mask, hide, stale, corrections), np.zeros_like(hide))
             aux[i] = next_beliefs(mask, rec["beliefs"])  # the teacher's, not the stale ones
@@ -431,7 +411,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         log(f"dataset: {len(dropped)} DAgger weeks with an invalid student answer left out")
         train_idx = [i for i in train_idx if encoded[i] is not None]
         val_idx = [i for i in val_idx if encoded[i] is not None]
-    with_hide = args.prompt_format in (FORMAT_V2, *STREAM_FORMATS) or any(is_dagger(r) for r in records)
+    with_hide = args.prompt_format == FORMAT_V4 or any(is_dagger(r) for r in records)
     pad = tok.token_to_id(EOS)
     files = []
     for name, idx in (("train", train_idx), ("val", val_idx)):
@@ -455,7 +435,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     kept = [i for i, e in enumerate(encoded) if e is not None]
     lengths = np.array([len(encoded[i][0]) for i in kept])
     targets = np.array([int((encoded[i][1] > 0).sum()) for i in kept])
-    if args.prompt_format in STREAM_FORMATS:
+    if args.prompt_format == FORMAT_V4:
         spans = np.array([int((np.diff(np.r_[0, encoded[i][1] > 0]) == 1).sum()) for i in kept])
     else:
         spans = np.array([len(target_spans(texts[i])) for i in kept])
@@ -479,7 +459,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         "example": texts[0][:400],
         "seconds": round(time.time() - t0, 1),
     }
-    if args.prompt_format not in STREAM_FORMATS and stats["answers_per_episode_min"] != spec.EPISODE_STEPS:
+    if args.prompt_format != FORMAT_V4 and stats["answers_per_episode_min"] != spec.EPISODE_STEPS:
         raise ValueError(
             f"an episode text has {stats['answers_per_episode_min']} answers, expected 28"
         )

@@ -3,7 +3,7 @@ the Bayesian teacher and each student, a plot of final scores, and ``docs/result
 
 Students are given as ``name=path``: a checkpoint folder runs the PyTorch model
 (training/student.py), a ``.gguf`` file runs under llama.cpp through
-:class:`agent.llm_policy.LLMPolicy` (one thread, greedy, grammar-constrained, the KV cache
+:class:`agent.lab.llm_policy.LLMPolicy` (one thread, greedy, grammar-constrained, the KV cache
 reused across the steps of a week). Time per decision is measured for every student.
 The markdown file is written by this script, never by hand.
 
@@ -90,13 +90,13 @@ def make_student(path: str, n_ctx: int):
     """``(policy, stats())`` for a checkpoint folder or a GGUF file."""
     p = Path(path)
     if p.suffix == ".gguf":
-        from agent.llm_policy import LLMPolicy
+        from agent.lab.llm_policy import LLMPolicy
         from agent.runtime import LlamaCppModel
 
         silence_llama_cpp()
         timed = TimedModel(LlamaCppModel(p, n_ctx=n_ctx, n_threads=1))
         if timed.prompt_format == FORMAT_V4:  # it reads the teacher's filter: the student policy runs it
-            from agent.student_policy import StudentPolicy
+            from agent.lab.student_policy import StudentPolicy
 
             player = StudentPolicy(timed)
             policy = player.llm
@@ -258,7 +258,7 @@ def keep_sections(path: Path, generated: str) -> str:
 def main(args: Args, progress: Progress = no_progress, command: str = "") -> dict[str, Any]:
     seed_everything(args.seed)
     quiet_libraries()
-    from agent.policies import register_agent_policies
+    from agent.lab.policies import register_agent_policies
 
     register_agent_policies()
     git = git_commit()

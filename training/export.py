@@ -2,7 +2,7 @@
 
 1. Load the checkpoint (stage 3, or stage 4 with ``--adapter``: the LoRA is merged with peft;
    training/checkpoints.py).
-2. Write an f32 GGUF with :func:`agent.gguf_writer.write_llama_gguf` (the ``gguf`` package's
+2. Write an f32 GGUF with :func:`training.gguf_writer.write_llama_gguf` (the ``gguf`` package's
    writer; q/k permuted for llama.cpp, ``tokenizer.ggml.pre = "gpt-2"``, tied output,
    ``<|endoftext|>`` as BOS (added to every prompt) and EOS). Nothing is fetched.
 3. Quantize it with llama-cpp-python's ``llama_model_quantize`` to each requested type

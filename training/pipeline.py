@@ -8,7 +8,8 @@ tokenizer -> SFT of the student -> per-person LoRA adapter (rollouts and dataset
 person, refine) -> export (GGUF, quantization, parity) -> evaluation (three conditions,
 plot, markdown). Each stage writes its own folder under ``--out`` with args and manifest;
 ``pipeline.json`` sums them up. ``--ship`` (not with the smoke budget) copies the Q8_0
-student and a generated model card into the package (``rhythm/models``).
+student and a generated model card into the package (``rhythm/models`` for a v4 student,
+``agent/lab/models`` for a v1 one).
 """
 
 from __future__ import annotations
@@ -208,7 +209,7 @@ class Args:
     """The whole pipeline."""
 
     budget: str = help_field(
-        "smoke", "budget preset: smoke, medium or full (v3); smoke-v1, medium-v1 or full-v1"
+        "smoke", "budget preset: smoke, medium or full (v4); smoke-v1, medium-v1 or full-v1"
     )
     out: str = help_field("runs/smoke", "output root (one folder per stage)")
     results_md: str = help_field(
@@ -218,9 +219,11 @@ class Args:
         [], "stages to skip when their outputs exist already (e.g. rollouts)"
     )
     ship: bool = help_field(
-        False, "copy the Q8_0 student and its model card into rhythm/models (not for smoke)"
+        False,
+        "copy the Q8_0 student and its model card into the package: a v4 student into "
+        "rhythm/models, a v1 one into agent/lab/models (not for smoke)",
     )
-    ship_dir: str = help_field(str(REPO_ROOT / "rhythm" / "models"), "where --ship writes")
+    ship_dir: str = help_field("", "where --ship writes (empty: by the student's format, as --ship says)")
     seed: int = help_field(0, "seed for every stage")
 
 
@@ -421,7 +424,7 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     }
     (root / "pipeline.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     if args.ship:
-        ship(root, Path(args.ship_dir), args)
+        ship(root, Path(args.ship_dir) if args.ship_dir else None, args)
     log(f"pipeline: done in {summary['seconds'] / 60:.1f} min")
     return summary
 
@@ -517,14 +520,17 @@ def _data_summary(root: Path, ck: dict[str, Any]) -> str:
     )
 
 
-def ship(root: Path, dest: Path, args: Args) -> Path:
-    """Copy ``student-q8_0.gguf`` into ``dest`` with a generated ``MODEL_CARD.md``: a v3 or v4
+def ship(root: Path, dest: Path | None, args: Args) -> Path:
+    """Copy ``student-q8_0.gguf`` into ``dest`` with a generated ``MODEL_CARD.md``: a v4
     student (trained on product-shaped weeks) as ``student-real-q8_0.gguf``, the model
-    ``rhythm recommend`` asks; a v1/v2 one as ``student-q8_0.gguf``, the simulator's."""
+    ``rhythm recommend`` asks (default ``rhythm/models``); a v1 one as ``student-q8_0.gguf``,
+    the simulator's (default ``agent/lab/models``)."""
     src = root / "export" / "student-q8_0.gguf"
+    v4 = checkpoint_prompt_format(final_checkpoint(root)) == "rhythm v4"
+    if dest is None:
+        dest = REPO_ROOT / ("rhythm/models" if v4 else "agent/lab/models")
     dest.mkdir(parents=True, exist_ok=True)
-    v3 = checkpoint_prompt_format(final_checkpoint(root)) in ("rhythm v3", "rhythm v4")
-    name = "student-real-q8_0.gguf" if v3 else "student-q8_0.gguf"
+    name = "student-real-q8_0.gguf" if v4 else "student-q8_0.gguf"
     shutil.copy(src, dest / name)
     ck = json.loads((final_checkpoint(root) / "checkpoint.json").read_text())
     parity = json.loads((root / "export" / "parity.json").read_text())
@@ -559,7 +565,7 @@ def ship(root: Path, dest: Path, args: Args) -> Path:
         'Bayesian agent stays available (`agent_backend = "bayes"` in config.toml).',
         "",
     ]
-    (dest / ("MODEL_CARD_real.md" if v3 else "MODEL_CARD.md")).write_text("\n".join(card))
+    (dest / ("MODEL_CARD_real.md" if v4 else "MODEL_CARD.md")).write_text("\n".join(card))
     return dest / name
 
 

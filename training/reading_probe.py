@@ -164,7 +164,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
     if split is None:
         raise ValueError(f"{data} has no val.npz")
     if prompt_format_of(data) != "rhythm v1":
-        raise ValueError("the reading probe is for v1 data (v2 prompts show no earlier belief)")
+        raise ValueError("the reading probe is for v1 data (v4 prompts show no earlier belief)")
     if "hide" in split:
         raise ValueError(f"{data} holds DAgger weeks; probe a dataset of teacher weeks")
     episodes = {}

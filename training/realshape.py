@@ -16,7 +16,7 @@ gives its Bayesian agent:
   builds it;
 - :func:`teacher_view` (what ``rhythm.recommend`` feeds the belief: deltas of unobserved
   meters NaN, the reward NaN unless every meter was observed) and
-  ``agent.prompting.observed_view`` (what the v3 prompt shows);
+  ``agent.prompting.observed_view`` (what the v4 prompt shows);
 - :class:`StreamTeacher`: the Bayesian agent on such a stream, as the product runs it: the
   belief fed every masked observation (earlier weeks too), the rest of the week planned
   afresh at every decision (the person did not follow the last plan);
@@ -39,6 +39,7 @@ from agent.prompting import observed_view
 from mapping.observations import belief_view
 from simulator import spec
 from simulator.policies import heuristic_action
+from training.weeks import jsonable, teacher_policy
 
 #: Meters computed from real data are noisy: ``rhythm.recommend.REAL_NOISE_SD`` (a test
 #: checks the two agree); the product's belief and the teacher of product weeks use it.
@@ -236,7 +237,7 @@ class StreamTeacher:
     necessarily follow the last plan."""
 
     def __init__(self, noise_sd: float = REAL_NOISE_SD):
-        from agent.planner import BayesAgent
+        from agent.teacher import BayesAgent
 
         self.agent = BayesAgent(noise_sd=noise_sd)
         self.rewards: list[float] = []
@@ -296,38 +297,6 @@ def _calendar_context(cal: np.ndarray | None, rng: np.random.Generator | None = 
     return out
 
 
-def jsonable(obs: dict[str, Any], digits: int | None = 6) -> dict[str, Any]:
-    """A view observation as a record keeps it (the keys the prompt reads; NaN as null;
-    ``digits=None``: exact, so the record renders as the original does)."""
-    def num(x: float) -> float | None:
-        return (float(x) if digits is None else round(float(x), digits)) if np.isfinite(x) else None
-
-    return {
-        "t": int(obs["t"]),
-        "meters": [num(x) for x in np.asarray(obs["meters"], dtype=np.float64).reshape(-1)],
-        "anomalies": [num(x) for x in np.asarray(obs["anomalies"], dtype=np.float64).reshape(-1)],
-        "last_action": int(np.asarray(obs["last_action"]).reshape(-1)[0]),
-        "last_reward": num(float(np.asarray(obs["last_reward"], dtype=np.float64).reshape(-1)[0])),
-        "active_event": int(np.asarray(obs.get("active_event", 0)).reshape(-1)[0]),
-    }
-
-
-def view_from_record(rec: dict[str, Any]) -> dict[str, Any]:
-    """A stored view observation back as the renderer reads it (null as NaN)."""
-    def arr(v) -> np.ndarray:
-        return np.array([np.nan if x is None else x for x in v], dtype=np.float64)
-
-    r = rec["last_reward"]
-    return {
-        "t": rec["t"],
-        "meters": arr(rec["meters"]),
-        "anomalies": arr(rec["anomalies"]),
-        "last_action": rec["last_action"],
-        "last_reward": np.array([np.nan if r is None else r]),
-        "active_event": rec["active_event"],
-    }
-
-
 def _record(seed, condition, teacher, shape, views, context, answers, actions, env, info,
             filters) -> dict[str, Any]:
     grade = env.unwrapped.grade().to_dict()
@@ -358,8 +327,6 @@ def teacher_week(seed: int, condition: str, shape: Shape, teacher: str = "bayes"
     observes (``?`` where nothing was), and every answer is a ``fb`` line after its step."""
     from simulator import feedback as fb
     from simulator.env import RhythmEnv
-    from training.weeks import teacher_policy
-
     policy = teacher_policy(teacher)
     feedback = shape.kind == "feedback"
     if feedback:

@@ -6,10 +6,10 @@ in-distribution profiles. Every line of ``rollouts.jsonl`` is one episode (forma
 (reset + one per step, the keys the compact prompt needs), the teacher's 28 actions and
 beliefs, the true belief, the profile and the grade. Training seeds start at 1,000,000, far from the evaluation
 protocol's (0-99, 10000-10049). ``--shaped`` writes weeks shaped like the product's instead
-(``rhythm-rollouts/2``, training/realshape.py): the data of prompt format v3.
+(``rhythm-rollouts/2``, training/realshape.py): the data of prompt format v4.
 
     python -m training.rollouts --out runs/manual/rollouts --episodes 2000 --workers 2
-    python -m training.rollouts --shaped --product-share 0.6 --out runs/v3/rollouts --episodes 4000
+    python -m training.rollouts --shaped --product-share 0.6 --out runs/v4/rollouts --episodes 4000
 """
 
 from __future__ import annotations

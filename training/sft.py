@@ -87,7 +87,7 @@ class Args:
     seed: int = help_field(0, "seed (init, batch order)")
     device: str = help_field("cpu", "torch device (cpu; cuda where a GPU is lent)")
     belief_weight: float = help_field(
-        2.0, "loss weight of belief tokens relative to action tokens (v2 data)"
+        2.0, "loss weight of hidden answer tokens (v4 and DAgger data) relative to the others"
     )
     aux_weight: float = help_field(
         0.0,
@@ -332,7 +332,7 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
             week = train["ids"][r, : train["lengths"][r]].astype(np.int64)
             donors.append(donor_beliefs(week, bt, spec.EPISODE_STEPS))
     if args.blind_fraction > 0 and "hide" in train:
-        raise ValueError("--blind-fraction is for v1 data (v2 already hides past beliefs)")
+        raise ValueError("--blind-fraction is for v1 data (v4 shows no past beliefs)")
     cuts = prefix_lengths(train, tok) if args.curriculum else None
     hard, hard_p = hard_weeks(model, train, args, rng, progress)
     order = rng.permutation(len(train["ids"]))

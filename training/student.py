@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import regex
 
+from agent.lab.student_policy import FilterTrack
 from agent.prompting import (
     FORMAT_V4,
     belief_digits_next,
@@ -24,7 +25,6 @@ from agent.prompting import (
     parse_output,
     render_compact,
 )
-from agent.student_policy import FilterTrack
 from simulator import spec
 from simulator.policies import heuristic_action
 from training.checkpoints import checkpoint_prompt_format
@@ -71,7 +71,7 @@ class TorchStudent:
 
     Prompts are :func:`agent.prompting.render_compact` of the episode so far with the
     student's own beliefs (a v4 student: with the teacher's filter before each decision, run
-    here as ``agent.student_policy`` runs it); ``ms_per_decision`` accumulates timing."""
+    here as ``agent.lab.student_policy`` runs it); ``ms_per_decision`` accumulates timing."""
 
     def __init__(
         self,
@@ -99,7 +99,7 @@ class TorchStudent:
 
     def reset(self, seed: int) -> None:
         self._seed = int(seed)
-        if self.prompt_format == FORMAT_V4:  # the teacher's filter, as agent.student_policy runs it
+        if self.prompt_format == FORMAT_V4:  # the teacher's filter, as agent.lab.student_policy runs it
             if self._filter is None:
                 self._filter = FilterTrack()
             self._filter.reset(self._seed)

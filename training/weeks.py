@@ -1,6 +1,7 @@
 """Simulator weeks as the stages keep them: the rollout record format, one observation as a
-record stores it, the policy and the person that play, and JSONL files of weeks (written in
-worker processes, read back with a format check).
+record stores it (and a shaped week's view observation, there and back), the policy and the
+person that play, and JSONL files of weeks (written in worker processes, read back with a
+format check).
 
 Every line of a weeks file is one episode (format ``rhythm-rollouts/1``). Written by
 training/rollouts.py (teacher weeks) and training/dagger.py (student weeks the teacher
@@ -40,7 +41,7 @@ DECIMALS = 6
 
 def teacher_policy(name: str):
     """A registered policy by name (``bayes``, ``heuristic``, ...), the agent's included."""
-    from agent.policies import register_agent_policies
+    from agent.lab.policies import register_agent_policies
     from simulator.policies import get_policy
 
     register_agent_policies()
@@ -73,6 +74,38 @@ def observation_record(o: dict[str, Any]) -> dict[str, Any]:
         )
     out["last_reward"] = out["last_reward"][0]
     return out
+
+
+def jsonable(obs: dict[str, Any], digits: int | None = 6) -> dict[str, Any]:
+    """A view observation as a record keeps it (the keys the prompt reads; NaN as null;
+    ``digits=None``: exact, so the record renders as the original does)."""
+    def num(x: float) -> float | None:
+        return (float(x) if digits is None else round(float(x), digits)) if np.isfinite(x) else None
+
+    return {
+        "t": int(obs["t"]),
+        "meters": [num(x) for x in np.asarray(obs["meters"], dtype=np.float64).reshape(-1)],
+        "anomalies": [num(x) for x in np.asarray(obs["anomalies"], dtype=np.float64).reshape(-1)],
+        "last_action": int(np.asarray(obs["last_action"]).reshape(-1)[0]),
+        "last_reward": num(float(np.asarray(obs["last_reward"], dtype=np.float64).reshape(-1)[0])),
+        "active_event": int(np.asarray(obs.get("active_event", 0)).reshape(-1)[0]),
+    }
+
+
+def view_from_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """A stored view observation back as the renderer reads it (null as NaN)."""
+    def arr(v) -> np.ndarray:
+        return np.array([np.nan if x is None else x for x in v], dtype=np.float64)
+
+    r = rec["last_reward"]
+    return {
+        "t": rec["t"],
+        "meters": arr(rec["meters"]),
+        "anomalies": arr(rec["anomalies"]),
+        "last_action": rec["last_action"],
+        "last_reward": np.array([np.nan if r is None else r]),
+        "active_event": rec["active_event"],
+    }
 
 
 def write_weeks(
@@ -126,7 +159,7 @@ def shaped(rec: dict[str, Any]) -> dict[str, Any]:
     if rec.get("format") == SHAPED_FORMAT:
         return rec
     if "student_actions" in rec:
-        raise ValueError("DAgger weeks have no v3 layout")
+        raise ValueError("DAgger weeks have no v4 layout")
     return {
         **rec,
         "format": SHAPED_FORMAT,
@@ -147,24 +180,21 @@ def filter_context(rec: dict[str, Any]) -> dict[int, list[float]]:
     return {t0 + i: f for i, f in enumerate(rec["filters"])}
 
 
-def week_context(rec: dict[str, Any], fmt: str) -> dict[str, Any]:
-    """A shaped week's prompt context in a stream format: v4 adds the filter's beliefs."""
-    from agent.prompting import FORMAT_V4
-
-    return {**rec["context"], "filters": filter_context(rec)} if fmt == FORMAT_V4 else rec["context"]
+def week_context(rec: dict[str, Any]) -> dict[str, Any]:
+    """A shaped week's v4 prompt context: its fixed slots, answers and observation condition,
+    and the filter's beliefs."""
+    return {**rec["context"], "filters": filter_context(rec)}
 
 
 def week_prompt(rec: dict[str, Any], k: int, fmt: str) -> tuple[str, int | None]:
     """The prompt for the ``k``-th decision of a week record (0 = its first step) in format
     ``fmt``, and the teacher's action there (None: no target, a fixed slot)."""
-    from agent.prompting import STREAM_FORMATS, render_compact
+    from agent.prompting import FORMAT_V4, check_prompt_format, render_compact
 
-    if fmt in STREAM_FORMATS:
-        from training.realshape import view_from_record
-
+    if check_prompt_format(fmt) == FORMAT_V4:
         w = shaped(rec)
         views = [view_from_record(v) for v in w["views"][: k + 1]]
         ans = w["answers"][k]
-        return render_compact(views, week_context(w, fmt), fmt=fmt), None if ans is None else int(ans["action"])
+        return render_compact(views, week_context(w), fmt=fmt), None if ans is None else int(ans["action"])
     beliefs = [None if b is None else tuple(b) for b in rec["beliefs"][:k]]
     return render_compact(rec["observations"][: k + 1], None, beliefs, fmt=fmt), int(rec["actions"][k])

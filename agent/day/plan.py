@@ -52,7 +52,7 @@ from agent.day.evidence import (
     since_fact,
 )
 from agent.day.horizon import INFO_WEIGHT, expected_effect, plan_horizon, position_values
-from agent.planner import PlanModel
+from agent.world import PlanModel
 from common.records import ACTIONS, METERS, SLOTS
 from simulator import spec
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 
-import duckdb
 from rich.markup import escape
 
 from common.errors import RhythmError
@@ -65,12 +64,6 @@ def _run(args: list[str], debug: bool) -> int:
     except KeyboardInterrupt:
         err_console.print("interrupted; nothing half-written was kept")
         return 130
-    except duckdb.Error as e:
-        if debug:
-            raise
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        err_console.print(f"[red]error:[/red] database: {escape(plain(first))}", highlight=False, soft_wrap=True)
-        return 1
     except OSError as e:
         if debug:
             raise
@@ -80,6 +73,11 @@ def _run(args: list[str], debug: bool) -> int:
     except Exception as e:  # the last resort: a bug still gets one line (--debug: the traceback)
         if debug:
             raise
+        duckdb = sys.modules.get("duckdb")  # loaded by the commands that open the database
+        if duckdb is not None and isinstance(e, duckdb.Error):
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            err_console.print(f"[red]error:[/red] database: {escape(plain(first))}", highlight=False, soft_wrap=True)
+            return 1
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         err_console.print(
             f"[red]error:[/red] unexpected {escape(type(e).__name__)}{': ' + escape(plain(first[:300])) if first else ''} "

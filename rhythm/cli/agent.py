@@ -21,6 +21,8 @@ def _hm(iso: str | None) -> str:
 def timeline(plan: Plan) -> Text:
     """The day as a timeline: commitments and suggested blocks in time order, with times.
     Titles are imported text: shown as text, never as markup, control characters escaped."""
+    from agent.day import PLANNER_NAME  # loaded with the plan already
+
     d = plan.to_dict()
     items = [(c["start"], 0, c) for c in d["commitments"]] + [(r["start"], 1, r) for r in d["recommendations"]]
     items.sort(key=lambda x: (x[0] or "", x[1]))
@@ -40,7 +42,7 @@ def timeline(plan: Plan) -> Text:
         out.append(f"  {plain(item['rationale'])}\n")
         for e in item["evidence"]:
             out.append(f"{'':15}· {plain(e)}\n", style="dim")
-        if item["model"] != "bayes-v1":
+        if item["model"] != PLANNER_NAME:
             out.append(f"{'':15}· chosen by {plain(item['model'])}\n", style="dim")
     return out
 

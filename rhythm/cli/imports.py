@@ -13,10 +13,11 @@ from typer.core import TyperGroup
 
 from connectors.registry import FileImport, file_imports
 from rhythm.cli._common import console, get_settings, print_json, progress_bar, rows_table
-from rhythm.jobs import import_file
 
 
 def _run(ctx: typer.Context, desc: FileImport, path: Path, json_out: bool) -> None:
+    from rhythm.jobs import import_file  # DuckDB and the writer load only to import
+
     settings = get_settings(ctx)
     total = _size(path)
     with progress_bar(f"{desc.label} {path.name}", total, unit="bytes") as update:

@@ -18,7 +18,6 @@ from rhythm.cli._common import (
     rows_vertical,
 )
 from rhythm.settings import init_home, load_settings, with_db
-from storage import open_db
 
 app = typer.Typer(
     help="Rhythm: your wearables and calendar, turned into a plan that fits you. Local and private.",
@@ -61,6 +60,8 @@ def init_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", 
     """Create RHYTHM_HOME, its config.toml and the migrated database."""
     s = get_settings(ctx)
     made = init_home(s)
+    from storage import open_db  # DuckDB loads only for the commands that open it
+
     with open_db(s.database, migrate=False) as db:
         applied = db.migrate()
         version_now = db.schema_version()
@@ -94,6 +95,8 @@ def sql_cmd(
 ) -> None:
     """Run read-only SQL on your database; tables: samples, events, meters, ..."""
     s = get_settings(ctx)
+    from storage import open_db
+
     with open_db(s.database, read_only=True) as db:
         columns, rows = db.query(query)
     if json_out:
@@ -120,6 +123,8 @@ def export_cmd(
 ) -> None:
     """Export every table to Parquet (one file per table)."""
     s = get_settings(ctx)
+    from storage import open_db
+
     with open_db(s.database, read_only=True, sandbox=False) as db:  # it writes files: no sandbox
         written = db.export_parquet(out_dir)
         counts = db.row_counts()
@@ -137,6 +142,8 @@ app.add_typer(db_app, name="db")
 def db_info_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Tables with row counts, file size and schema version."""
     s = get_settings(ctx)
+    from storage import open_db
+
     with open_db(s.database, read_only=True) as db:
         info = db.info()
     if json_out:
@@ -201,6 +208,8 @@ def sources_cmd(
         if not sep:
             raise ConfigError(f"--set: expected GROUP=kind,kind,..., got {item!r}")
         set_source_priority(s, group.strip(), [k.strip() for k in kinds.split(",") if k.strip()])
+    from storage import open_db
+
     with open_db(s.database, read_only=True) as db:
         report = overview.source_report(db)
         priority = overview.source_priority(db)

@@ -43,9 +43,10 @@ def export_cmd(
 
     A day with no stored plan is planned first. The blocks are marked as Rhythm's, so
     importing the file back never turns them into commitments."""
+    from rhythm.jobs import recommend
     from rhythm.plan_export import export_ics
 
-    result = export_ics(get_settings(ctx), ics, _day(day), days, busy=busy)
+    result = export_ics(get_settings(ctx), ics, _day(day), days, plan=recommend, busy=busy)
     if json_out:
         print_json(result)
         return

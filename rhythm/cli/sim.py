@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from simulator import spec, worlds
-from simulator.evaluate import (
-    PUBLISHED,
-    PUBLISHED_BELIEF_MAE,
-    EvalResult,
-    evaluate,
-    evaluate_worlds,
-)
-from simulator.feedback import OBSERVE_CONDITIONS
-from simulator.feedback_eval import FeedbackEvalResult, evaluate_feedback
-from simulator.policies import policy_names
+if TYPE_CHECKING:  # the simulator loads only when a command runs (a fast `rhythm --help`)
+    from simulator.evaluate import EvalResult
+    from simulator.feedback_eval import FeedbackEvalResult
 
 app = typer.Typer(
     help="Simulator: evaluate policies on the hidden-person week.", no_args_is_help=True
@@ -25,6 +19,7 @@ console = Console()
 
 _CONDITION_TITLES = {"in-dist": "in-dist", "ood": "OOD", "discrete": "discrete-3"}
 ALL_WORLDS = "all-worlds"
+NOMINAL = "nominal"  # simulator.worlds.NOMINAL (the --world default, without loading the simulator)
 
 
 @app.callback()
@@ -35,16 +30,21 @@ def sim() -> None:
 
 def register_app_policies() -> None:
     """The app shell plugs the agents of agent/ into the simulator's registry by name."""
-    from agent.policies import register_agent_policies
+    from agent.lab.policies import register_agent_policies
 
     register_agent_policies()
 
 
 @app.command("policies")
 def policies_cmd() -> None:
-    """List the registered policy names."""
-    for name in policy_names():
-        console.print(name, highlight=False)
+    """List the policy names, grouped: baselines, teachers, the day planner, references and
+    students."""
+    from agent.lab.policies import policy_groups
+
+    for group, names in policy_groups().items():
+        console.print(f"{group}:", highlight=False)
+        for name in names:
+            console.print(f"  {name}", highlight=False)
 
 
 @app.command("eval")
@@ -70,7 +70,7 @@ def eval_cmd(
         "clean", "--observe", help="Observation condition: clean, noisy or answers-only."
     ),
     world: str = typer.Option(
-        worlds.NOMINAL,
+        NOMINAL,
         "--world",
         help="A misspecified world (nominal, effects, timing, noise, kind, drift, hidden, "
         "all, or departures joined with +), or all-worlds for the per-world table.",
@@ -92,6 +92,12 @@ def eval_cmd(
     (format v1), `student-real` the bundled product-shaped one (v4), `student:PATH.gguf`
     another one (llama-cpp-python). With --calendar, in
     calendar weeks (simulator.calendar), also the steps a commitment overrode."""
+    from simulator import spec, worlds
+    from simulator.evaluate import evaluate
+    from simulator.feedback import OBSERVE_CONDITIONS
+    from simulator.feedback_eval import evaluate_feedback
+    from simulator.policies import policy_names
+
     student = _student_path(policy)
     if student is None and policy not in policy_names():
         raise typer.BadParameter(
@@ -211,6 +217,8 @@ def _print_results(
         if calendar:
             payload["calendar"] = True
         if condition == "all":
+            from simulator.evaluate import PUBLISHED, PUBLISHED_BELIEF_MAE
+
             payload["published"] = PUBLISHED
             payload["published_belief_mae"] = PUBLISHED_BELIEF_MAE
         console.print_json(data=payload)
@@ -228,6 +236,8 @@ def _eval_all_worlds(
             "--world all-worlds takes one condition (in-dist, ood or discrete)",
             param_hint="--condition",
         )
+    from simulator.evaluate import evaluate_worlds
+
     results = evaluate_worlds(policy, conditions[0], episodes=episodes, seed_offset=seed_offset)
     if json_out:
         console.print_json(
@@ -264,9 +274,10 @@ def _student_path(policy: str):
     from pathlib import Path
 
     if policy in ("student", "student-real"):
-        from rhythm.recommend import BUNDLED_MODEL, PRODUCT_MODEL, bundled_model_path
+        from agent.lab.student_policy import simulator_student_path
+        from rhythm.recommend import PRODUCT_MODEL, bundled_model_path
 
-        path = bundled_model_path(BUNDLED_MODEL if policy == "student" else PRODUCT_MODEL)
+        path = simulator_student_path() if policy == "student" else bundled_model_path(PRODUCT_MODEL)
         if path is None:
             raise typer.BadParameter("no bundled student model in this install", param_hint="--policy")
         return path
@@ -285,8 +296,8 @@ def _make_policy(policy: str, student, read_calendar: bool = False):
         raise typer.BadParameter(
             "the student needs llama-cpp-python: pip install 'rhythm[ml]'", param_hint="--policy"
         )
+    from agent.lab.student_policy import StudentPolicy
     from agent.runtime import check_gguf
-    from agent.student_policy import StudentPolicy
     from common.errors import ModelError
 
     try:
@@ -301,6 +312,9 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 
 
 def _three_condition_table(policy: str, results: dict[str, EvalResult]) -> Table:
+    from simulator import spec
+    from simulator.evaluate import PUBLISHED, PUBLISHED_BELIEF_MAE
+
     t = Table(title="final_score (spec 9 protocol) beside the published figures")
     t.add_column("policy")
     for c in spec.CONDITIONS:
@@ -331,7 +345,9 @@ def _detail_table(
     world: str | None = None,
     calendar: bool = False,
 ) -> Table:
-    where = "" if world in (None, worlds.NOMINAL) else f" in world {world}"
+    from simulator import spec
+
+    where = "" if world in (None, NOMINAL) else f" in world {world}"
     where += " in calendar weeks" if calendar else ""
     t = Table(title=f"{policy}{where}: means over episodes")
     t.add_column("")

@@ -111,7 +111,7 @@ def streams_cmd(
     simulated weeks (docs/training.md)."""
     from pathlib import Path
 
-    from rhythm.streams import write_streams
+    from lab.streams import write_streams
 
     with _progress() as update:
         summary = write_streams(Path(out), people, seed_start, workers,
@@ -193,7 +193,7 @@ def refine_cmd(
         return
     from rhythm import refine as personal
     from rhythm.cli._common import get_settings
-    from rhythm.jobs import recorded, session
+    from rhythm.runner import recorded, session
 
     settings = get_settings(ctx)
     if reset:

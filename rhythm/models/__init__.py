@@ -1,3 +1,4 @@
-"""Package data: the distilled student shipped with Rhythm (``student-q8_0.gguf``) and its
-``MODEL_CARD.md``, written by ``python -m training.pipeline --ship``. ``rhythm recommend``
-uses it by default when llama-cpp-python is installed (setting ``agent_backend``)."""
+"""Package data: the student ``rhythm recommend`` asks on real days (``student-real-q8_0.gguf``,
+prompt format v4) and its ``MODEL_CARD_real.md``. ``rhythm recommend`` uses it by default when
+llama-cpp-python is installed (setting ``agent_backend``). The simulator student (format v1)
+lives in the lab: ``agent/lab/models``."""

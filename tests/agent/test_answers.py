@@ -18,8 +18,8 @@ from agent.answers import (
     weighted_quantile,
 )
 from agent.belief import THETA_COLS, THETA_HI, THETA_LO, THETA_MID, THETA_SD_INDIST, BeliefState
-from agent.ideal import IdealPolicy, IdealPosterior
-from agent.planner import BayesAgent
+from agent.lab.ideal import IdealPolicy, IdealPosterior
+from agent.teacher import BayesAgent
 from simulator import dynamics, spec
 from simulator.dynamics import compact_params
 from simulator.env import RhythmEnv

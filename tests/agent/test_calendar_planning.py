@@ -6,17 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.planner import (
+from agent.lab.student_policy import StudentPolicy, calendar_events
+from agent.prompting import format_output
+from agent.runtime import ScriptedModel
+from agent.teacher import (
     BayesAgent,
-    PlanModel,
     apply_forced,
     calendar_forced,
     improve_plan,
     neighbours,
 )
-from agent.prompting import format_output
-from agent.runtime import ScriptedModel
-from agent.student_policy import StudentPolicy, calendar_events
+from agent.world import PlanModel
 from simulator import spec
 from simulator.calendar import NO_ACTION, CalendarWeek, draw_calendar
 from simulator.env import RhythmEnv

@@ -1,6 +1,6 @@
 """Personal dynamics (agent.personal): steps from stored slots, the fit, held-out prediction,
 and the real-day planner using a person's fitted dynamics. Generated histories only
-(tests/agent/personal_people.py)."""
+(lab/people/meter_histories.py)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from agent.personal import (
     prediction_errors,
     transitions,
 )
+from lab.people.meter_histories import EX, PEOPLE, SL, V, history
 from simulator import spec
-from tests.agent.personal_people import EX, PEOPLE, SL, V, history
 from tests.agent.test_day import inputs
 
 D0 = date(2024, 3, 4)

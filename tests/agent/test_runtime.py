@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.llm_policy import LLMPolicy
+from agent.lab.llm_policy import LLMPolicy
 from agent.prompting import OUTPUT_GBNF, parse_output, render_chat, render_compact
 from agent.runtime import Call, LlamaCppModel, Model, ScriptedModel, check_gguf, load_model
 from common.errors import ModelError
@@ -336,8 +336,8 @@ def test_action_bias_in_the_gguf_moves_the_students_choice(tmp_path):
     import gguf
 
     import rhythm
-    from agent.gguf_writer import with_metadata
     from agent.prompting import GGUF_ACTION_BIAS_KEY, format_action_bias
+    from training.gguf_writer import with_metadata
 
     shipped = Path(rhythm.__file__).parent / "models" / "student-real-q8_0.gguf"
 

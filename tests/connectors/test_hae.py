@@ -1,5 +1,5 @@
 """Health Auto Export: `rhythm import hae` on files written from the app's published format
-(tests/fixtures/synthetic/hae.py), through the real CLI and database."""
+(lab/people/hae.py), through the real CLI and database."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from connectors.hae.metrics import JSON_METRICS
-from tests.fixtures.synthetic import hae
+from lab.people import hae
 
 FIRST = date(2024, 3, 4)
 

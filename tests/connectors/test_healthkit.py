@@ -23,9 +23,9 @@ from connectors.healthkit import parser as parser_mod
 from connectors.healthkit import read_export
 from connectors.healthkit import source as source_mod
 from connectors.healthkit import types as types_mod
+from lab.people import healthkit as generated
 from storage import open_db
 from tests.fixtures import FIXTURES
-from tests.fixtures.synthetic import healthkit as generated
 
 APPLE = FIXTURES / "apple_health"
 DOGSHEEP = APPLE / "dogsheep_export.xml"
@@ -117,7 +117,7 @@ def query(home: Path, sql: str) -> list[tuple]:
         return db.query(sql)[1]
 
 
-# -- real fixtures and the generated export (tests/fixtures/synthetic/healthkit.py) -------------
+# -- real fixtures and the generated export (lab/people/healthkit.py) -------------
 PLUS2 = timezone(timedelta(hours=2))  # the generated export writes every date with +0200
 
 

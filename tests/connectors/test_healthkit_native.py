@@ -17,6 +17,7 @@ from common.records import RawRecord, RecordBatch
 from connectors.healthkit import native, read_export
 from connectors.healthkit import parser as parser_mod
 from connectors.healthkit import source as source_mod
+from lab.people import healthkit as generated
 from tests.connectors.test_healthkit import (
     ALX,
     DOGSHEEP,
@@ -28,7 +29,6 @@ from tests.connectors.test_healthkit import (
     record,
     write,
 )
-from tests.fixtures.synthetic import healthkit as generated
 
 needs_native = pytest.mark.skipif(not native.available(), reason="native scanner not built")
 

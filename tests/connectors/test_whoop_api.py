@@ -47,7 +47,7 @@ def of(records, cls):
 
 
 def test_sleep_example_maps_to_minutes_local_wake_day_and_offset():
-    rec = sleep_template()  # tests/fixtures/synthetic/whoop.py, the documentation's shape
+    rec = sleep_template()  # lab/people/whoop.py, the documentation's shape
     score, stages = rec["score"], rec["score"]["stage_summary"]
     out = list(api.map_sleep(rec, NOW))
     raw, sess = out

@@ -1,4 +1,4 @@
-"""WHOOP app CSV export: the generated export (`whoop_export`, tests/fixtures/synthetic/whoop.py),
+"""WHOOP app CSV export: the generated export (`whoop_export`, lab/people/whoop.py),
 in the shape of a real one: newest row first, per-row time zones, an open current cycle,
 naps, a hand-entered sleep without scores, journal yes/no answers."""
 
@@ -16,7 +16,7 @@ from common.errors import SourceFormatError
 from common.records import RawRecord, Sample, SleepSession, Workout
 from connectors.whoop import read_export
 from connectors.whoop.csv_export import journal_metric
-from tests.fixtures.synthetic import whoop as generated
+from lab.people import whoop as generated
 
 EDT = timezone(timedelta(hours=-4))
 EST = timezone(timedelta(hours=-5))

@@ -5,7 +5,7 @@ Speaks the real protocol: `{records, next_token}` pages sorted by start descendi
 every page of one listing), Bearer auth with expiring access tokens, and a token endpoint
 that rotates refresh tokens and rejects a used one with `invalid_grant`. Record payloads are
 the WHOOP API examples (generated in the documentation's shapes by
-tests/fixtures/synthetic/whoop.py), with ids and times varied.
+lab/people/whoop.py), with ids and times varied.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.fixtures.synthetic.whoop import api_examples
+from lab.people.whoop import api_examples
 from tests.loopback import Loopback, Reply, Request
 
 API_PREFIX = "/developer"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from lab.people.watch_calendar import START, calendar_records, watch_records
 from storage import open_db
 from storage.writer import write_records
-from tests.mapping.people import START, calendar_records, watch_records
 
 
 def _seed(rhythm_home, days=21):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from common.records import Event, Sample
+from lab.people.watch_calendar import OFF, START, ZONE, at, calendar_records, make_db, watch_records
 from mapping.features import day_signals, slot_signals, union_min
 from mapping.rules import default_rules
 from rhythm.derive import bundle_for, rebuild
-from tests.mapping.people import OFF, START, ZONE, at, calendar_records, make_db, watch_records
 
 MODEL = default_rules().model
 

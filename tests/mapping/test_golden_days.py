@@ -3,7 +3,7 @@ the meters and actions of specific days.
 
 For the real FIT and .ics files, expected values were computed once by this mapping and
 checked against the raw rows quoted in each test (a regression guard plus a sanity check of
-direction). The WHOOP and Apple Health exports are generated (tests/fixtures/synthetic/) with
+direction). The WHOOP and Apple Health exports are generated (lab/people/) with
 days placed on purpose: their expectations follow from what the generator placed and from
 the rules of mapping/README.md (0.5 is usual; z = -2 scores 0.12, z = +2 scores 0.88; a meter
 is the weighted mean of its signals' scores), not from a past run.
@@ -15,9 +15,9 @@ import json
 
 import pytest
 
+from lab.people import healthkit as hk_gen
+from lab.people import whoop as whoop_gen
 from storage import open_db
-from tests.fixtures.synthetic import healthkit as hk_gen
-from tests.fixtures.synthetic import whoop as whoop_gen
 
 TOL = 0.02
 

@@ -12,6 +12,7 @@ import pytest
 from common.errors import ConfigError
 from common.records import METERS, SLOTS
 from common.rows import EventRow, SleepRow, SlotRow, StoredInputs, WorkoutRow
+from lab.people.insight_histories import START, Planted, history
 from mapping.insights import (
     DEFAULT_EXPRESSIONS,
     FINDING,
@@ -27,7 +28,6 @@ from mapping.insights import (
     parse_factor,
     parse_factors,
 )
-from tests.mapping.insight_histories import START, Planted, history
 
 # -- expressions ---------------------------------------------------------------------------------
 

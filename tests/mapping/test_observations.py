@@ -7,6 +7,7 @@ from datetime import date, timedelta
 import numpy as np
 import pytest
 
+from lab.people.watch_calendar import START, ZONE, calendar_records, make_db, watch_records
 from mapping.observations import (
     NO_ACTION,
     SlotState,
@@ -17,7 +18,6 @@ from rhythm.derive import observation_records, observation_stream, rebuild
 from simulator import spec
 from simulator.dynamics import neutral_delta, reward
 from simulator.env import RhythmEnv, observation_space
-from tests.mapping.people import START, ZONE, calendar_records, make_db, watch_records
 
 WEEK = (START + timedelta(days=35), START + timedelta(days=41))  # Monday .. Sunday
 

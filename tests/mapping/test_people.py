@@ -8,8 +8,8 @@ from datetime import date, timedelta
 
 import pytest
 
+from lab.people.watch_calendar import START, ZONE, calendar_records, make_db, watch_records
 from rhythm.derive import rebuild
-from tests.mapping.people import START, ZONE, calendar_records, make_db, watch_records
 
 TODAY = date(2024, 3, 1)
 GAP = START + timedelta(days=30)
@@ -116,7 +116,7 @@ def test_calendar_pause_is_nothing_not_zero(calendar_db):
 def test_more_meetings_than_usual_lower_serenity_and_cognition(tmp_path):
     recs = list(calendar_records())
     day = START + timedelta(days=36)  # a Tuesday
-    from tests.mapping.people import ev
+    from lab.people.watch_calendar import ev
 
     recs += [ev(9, day, 12.0, 13.5, "Budget review", 5), ev(10, day, 15, 17.5, "Vendor negotiation", 4)]
     db = make_db(tmp_path / "m.duckdb", recs)

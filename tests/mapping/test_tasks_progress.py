@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from common.records import Sample
+from lab.people.watch_calendar import START, ZONE, at, make_db
 from mapping.features import day_signals, slot_signals
 from mapping.rules import default_rules
 from rhythm.derive import bundle_for, rebuild
-from tests.mapping.people import START, ZONE, at, make_db
 
 MODEL = default_rules().model
 TASK_SIGNALS = {"tasks_done", "tasks_so_far", "tasks_7d"}

@@ -12,11 +12,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from lab.people.busy_week import TZ, WEDNESDAY, wearable_records, write_ics
 from rhythm import jobs
 from rhythm.settings import load_settings
 from storage import open_db
 from storage.writer import write_records
-from tests.rhythm.busy_week import TZ, WEDNESDAY, wearable_records, write_ics
 
 NOW = datetime(2025, 11, 19, 6, 50, tzinfo=TZ)
 

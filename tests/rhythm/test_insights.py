@@ -14,14 +14,14 @@ from datetime import UTC, datetime, timedelta
 import matplotlib.image as mpimg
 import pytest
 
+from lab.people import insight_person
+from lab.people.insight_person import FIRST, LAST
 from rhythm import jobs
 from rhythm.insights import find_insights, run_insights
 from rhythm.report import write_report
 from rhythm.settings import init_home, load_settings
 from storage import open_db
 from storage.writer import write_records
-from tests.rhythm import insight_person
-from tests.rhythm.insight_person import FIRST, LAST
 
 KEYS = {"factor", "meter", "lag_days", "effect", "ci95", "n_with", "n_without", "q_value"}
 ASKED = ("--factor", "title:Choir", "--factor", "workout@evening", "--factor", "late-meeting",

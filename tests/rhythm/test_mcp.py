@@ -1,10 +1,10 @@
 """`rhythm mcp` driven by the MCP SDK's own client, over stdio (a real `python -m rhythm mcp`
 subprocess) and over streamable HTTP on 127.0.0.1.
 
-Two generated people: the busy week (tests/rhythm/busy_week.py: a real .ics import, a
+Two generated people: the busy week (lab/people/busy_week.py: a real .ics import, a
 wearable's nights, map) with a calendar event and a workout whose text tries to instruct the
 assistant and carries control characters; and the synthetic Apple Health export of 2021
-(tests/fixtures/synthetic/healthkit.py, imported as a zip).
+(lab/people/healthkit.py, imported as a zip).
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from common.errors import RhythmError
 from common.records import METERS, SLOTS, Event, Workout
+from lab.people import healthkit
+from lab.people.busy_week import TZ, WEDNESDAY, wearable_records, write_ics
 from rhythm import jobs
 from rhythm.settings import load_settings
 from storage import open_db
 from storage.derived import meter_rows
 from storage.writer import write_records
-from tests.fixtures.synthetic import healthkit
-from tests.rhythm.busy_week import TZ, WEDNESDAY, wearable_records, write_ics
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2025, 11, 19, 6, 50, tzinfo=TZ)

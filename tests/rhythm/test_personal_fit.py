@@ -1,5 +1,5 @@
 """`rhythm meters --fit` and the real plan with the person's fitted dynamics, end to end on
-a generated person (tests/rhythm/insight_person.py: wearables and a calendar, written through
+a generated person (lab/people/insight_person.py: wearables and a calendar, written through
 the real storage writer and mapped by `rhythm map`)."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from lab.people import insight_person
+from lab.people.insight_person import FIRST, LAST
 from rhythm import jobs
 from rhythm.personal import fit_report, personal_dynamics
 from rhythm.settings import init_home, load_settings
 from storage import open_db
 from storage.writer import write_records
-from tests.rhythm import insight_person
-from tests.rhythm.insight_person import FIRST, LAST
 
 
 def _home(tmp_path_factory, name: str, days: int):

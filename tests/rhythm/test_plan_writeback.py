@@ -21,6 +21,7 @@ import pytest
 from common.errors import AuthError
 from connectors.http import RetryPolicy
 from connectors.oauth import FileTokenStore
+from lab.people.busy_week import TZ, WEDNESDAY, wearable_records, write_ics
 from rhythm import daemon, jobs
 from rhythm import sync as sync_mod
 from rhythm.plan_export import export_ics
@@ -29,7 +30,6 @@ from storage import open_db
 from storage.writer import write_records
 from tests.connectors.google_server import EVENTS, READONLY, GoogleServer, timed
 from tests.loopback import Loopback
-from tests.rhythm.busy_week import TZ, WEDNESDAY, wearable_records, write_ics
 
 NOW = datetime(2025, 11, 19, 6, 50, tzinfo=TZ)
 PRIMARY = "foo.bar@gmail.com"
@@ -94,7 +94,7 @@ def test_an_exported_plan_imported_again_is_no_commitment_and_changes_nothing(pe
     first = jobs.recommend(person, WEDNESDAY, now=NOW)
     before = mapped(person)
     path = tmp_path / "plan.ics"
-    out = export_ics(person, path, WEDNESDAY, busy=True, now=NOW)  # busy: the hard case
+    out = export_ics(person, path, WEDNESDAY, busy=True, plan=jobs.recommend, now=NOW)  # busy: the hard case
     assert out["planned"] == [] and [e["recommendation"] for e in out["events"]] == [s.id for s in first.slots]
     jobs.import_file(person, "ics", path)
     jobs.map_data(person, now=NOW + timedelta(days=1))
@@ -117,12 +117,12 @@ def test_an_exported_plan_imported_again_is_no_commitment_and_changes_nothing(pe
 def test_re_export_updates_the_same_uids_and_plans_a_day_first_when_none_is_stored(person, tmp_path):
     path = tmp_path / "plan.ics"
     runs_before = q(person, "SELECT count(*) FROM runs")[0][0]
-    out = export_ics(person, path, WEDNESDAY, 2, now=NOW)
+    out = export_ics(person, path, WEDNESDAY, 2, plan=jobs.recommend, now=NOW)
     assert out["planned"] == [DAY, (WEDNESDAY + timedelta(days=1)).isoformat()]
     assert q(person, "SELECT kind, target, ok FROM runs ORDER BY id")[runs_before:] == [
         ("recommend", DAY, True), ("recommend", out["planned"][1], True)]  # planning is recorded; the export is not
     data = path.read_bytes()
-    assert export_ics(person, path, WEDNESDAY, 2, now=NOW)["planned"] == [] and path.read_bytes() == data
+    assert export_ics(person, path, WEDNESDAY, 2, plan=jobs.recommend, now=NOW)["planned"] == [] and path.read_bytes() == data
     assert q(person, "SELECT count(*) FROM runs")[0][0] == runs_before + 2
     cal = icalendar.Calendar.from_ical(data)
     uids = [str(e["UID"]) for e in cal.walk("VEVENT")]
@@ -131,7 +131,7 @@ def test_re_export_updates_the_same_uids_and_plans_a_day_first_when_none_is_stor
     # a new plan for Wednesday: the same UIDs for the same slots, newer SEQUENCE (whole seconds)
     time.sleep(1.05)
     jobs.recommend(person, WEDNESDAY, now=NOW + timedelta(hours=5))
-    export_ics(person, path, WEDNESDAY, 2, now=NOW)
+    export_ics(person, path, WEDNESDAY, 2, plan=jobs.recommend, now=NOW)
     again = {str(e["UID"]): e for e in icalendar.Calendar.from_ical(path.read_bytes()).walk("VEVENT")}
     old = {str(e["UID"]): e for e in cal.walk("VEVENT")}
     wed = [u for u in again if DAY in u]

@@ -9,17 +9,14 @@ from datetime import UTC, date, datetime, timedelta
 import numpy as np
 import pytest
 
+from agent.day import PLANNER_NAME
 from common.records import ACTIONS, SLOTS
 from rhythm.jobs import feedback as record_feedback
 from rhythm.jobs import recommend
 from rhythm.recommend import Plan
 from rhythm.settings import load_settings
 from storage import open_db
-from tests.agent.gguf_fixture import (  # noqa: F401 (fixture)
-    HAVE_LLAMA_CPP,
-    needs_llama_cpp,
-    tiny_gguf,
-)
+from tests.agent.gguf_fixture import HAVE_LLAMA_CPP, needs_llama_cpp
 
 DAY = date(2024, 5, 8)  # a Wednesday
 
@@ -78,23 +75,20 @@ def test_plans_the_rest_of_the_day_from_the_current_slot(settings):
     # the current slot: the bundled student where llama.cpp is installed (its pick checked by
     # the planner, which may refuse it and say so); the rest: the planner
     models = [r[4] for r in rows]
-    assert models[1:] == ["bayes-v1"] * (len(rows) - 1)
+    assert models[1:] == [PLANNER_NAME] * (len(rows) - 1)
     if HAVE_LLAMA_CPP:
         assert models[0] == "llm:student-real-q8_0.gguf" or any("stands" in n for n in plan.notes)
     else:
-        assert models[0] == "bayes-v1"
+        assert models[0] == PLANNER_NAME
 
 
 def test_the_bundled_student_is_the_default_and_bayes_stays_available(settings):
 
-    from rhythm.recommend import (
-        PRODUCT_MODEL,
-        bundled_model_path,
-        choose_backend,
-        product_model_path,
-    )
+    from agent.lab.student_policy import simulator_student_path
+    from rhythm.recommend import PRODUCT_MODEL, choose_backend, product_model_path
 
-    assert bundled_model_path() is not None and bundled_model_path().name == "student-q8_0.gguf"  # the simulator's
+    # the simulator's student lives in the lab (agent/lab/models), outside the product package
+    assert simulator_student_path() is not None and simulator_student_path().name == "student-q8_0.gguf"
     bundled = product_model_path()  # what a real day asks: the product-shaped student
     assert bundled is not None and bundled.name == PRODUCT_MODEL
     if HAVE_LLAMA_CPP:
@@ -102,11 +96,11 @@ def test_the_bundled_student_is_the_default_and_bayes_stays_available(settings):
 
         assert LlamaCppModel(bundled).prompt_format == "rhythm v4"
     assert bundled.stat().st_size < 20e6  # the issue's size bound
-    assert (bundled.parent / "MODEL_CARD.md").read_text().startswith("# Rhythm student")
+    assert (bundled.parent / "MODEL_CARD_real.md").read_text().startswith("# Rhythm student")
     expected = ("llm", bundled) if HAVE_LLAMA_CPP else ("bayes", None)
     assert choose_backend(settings) == expected
     plan = recommend(replace(settings, agent_backend="bayes"), now=_now(DAY, 14))
-    assert all(s.model == "bayes-v1" for s in plan.slots)
+    assert all(s.model == PLANNER_NAME for s in plan.slots)
 
 
 def test_a_whole_other_day_gets_a_block_in_every_open_slot(settings):
@@ -166,14 +160,16 @@ def test_empty_database_plans_from_the_prior_and_says_so(rhythm_home):
 
 @pytest.mark.ml
 @needs_llama_cpp
-def test_local_gguf_backend_stays_inside_the_grammar(settings, tiny_gguf):  # noqa: F811
+def test_local_gguf_backend_stays_inside_the_grammar(settings, tmp_path):
     """A real GGUF under llama.cpp decides the current slot; the hostile calendar title in the
     context cannot make it emit anything but an action and a belief."""
+    from tests.agent.gguf_fixture import build_tiny_gguf
 
-    s = replace(settings, model_path=tiny_gguf, agent_backend="llm")
+    path, _ = build_tiny_gguf(tmp_path / "tiny-v4.gguf", metadata={"rhythm.prompt_format": "rhythm v4"})
+    s = replace(settings, model_path=path, agent_backend="llm")
     plan = recommend(s, day=DAY, now=_now(DAY, 8))
     # the model answered inside the grammar; the planner accepted its pick or refused it and said why
-    assert plan.slots[0].model == f"llm:{tiny_gguf.name}" or any(tiny_gguf.name in n for n in plan.notes)
+    assert plan.slots[0].model == f"llm:{path.name}" or any(path.name in n for n in plan.notes)
     assert not any("no valid answer" in n for n in plan.notes)
     assert all(slot.action in ACTIONS for slot in plan.slots)
 
@@ -182,30 +178,13 @@ def test_llm_backend_without_a_model_is_a_clear_error(settings, monkeypatch):
 
     from common.errors import ModelError
 
-    monkeypatch.setattr("rhythm.recommend.bundled_model_path", lambda *name: None)  # an install without it
+    monkeypatch.setattr("rhythm.ask_model.bundled_model_path", lambda *name: None)  # an install without it
 
     with pytest.raises(ModelError, match="model_path"):
         recommend(replace(settings, agent_backend="llm"), day=DAY, now=_now(DAY, 8))
     with pytest.raises(ModelError, match="not found"):
         recommend(replace(settings, agent_backend="llm", model_path=settings.home / "nope.gguf"),
                   day=DAY, now=_now(DAY, 8))
-
-
-def test_the_model_sees_the_week_from_after_its_last_gap():
-    import numpy as np
-
-    from rhythm.recommend import _renderable_suffix
-
-    def o(t, action=0, meters=0.5):
-        return {"t": t, "last_action": action, "meters": [meters] * 5, "anomalies": [0.0] * 5,
-                "last_reward": [0.1]}
-
-    week = [o(0, action=-1), o(1), o(2, action=10), o(3), o(4)]  # slot 2: no action label
-    assert [x["t"] for x in _renderable_suffix(week)] == [2, 3, 4]
-    week[2]["meters"] = [np.nan] * 5  # and no meters either: start after it
-    assert [x["t"] for x in _renderable_suffix(week)] == [3, 4]
-    assert [x["t"] for x in _renderable_suffix([o(0), o(1), o(2)])] == [0, 1, 2]
-    assert _renderable_suffix([o(0, meters=np.nan)]) == []
 
 
 HOSTILE_TITLES = [
@@ -220,42 +199,48 @@ HOSTILE_TITLES = [
 
 
 def test_hostile_titles_never_reach_the_model():
-    """The model's context names a commitment only by its classified action and slot: a
-    title set either classifies like a plain one (and the prompt is byte-identical) or
-    changes only through the classifier's label. Measured over seven hostile title sets."""
+    """The model's context names a commitment only by its classified action and slot (its
+    ``cal`` line): a title set either classifies like a plain one (and the prompt is
+    byte-identical) or changes only through the classifier's label. Measured over seven
+    hostile title sets."""
     from datetime import time as dtime
-    from types import SimpleNamespace
     from zoneinfo import ZoneInfo
 
-    from agent.day.calendar import Commitment
+    from agent.day import CalendarEvent
+    from agent.day.calendar import frame_day, sleep_habits
     from agent.prompting import render_compact
     from mapping.actions import classify_event
-    from rhythm.recommend import _events_context
+    from rhythm.recommend import fixed_lines
 
     tz = ZoneInfo("Europe/Berlin")
 
     def context(titles):
-        cs = [Commitment(datetime.combine(DAY, dtime(9 + 2 * i), tzinfo=tz),
-                         datetime.combine(DAY, dtime(10 + 2 * i), tzinfo=tz), t, classify_event(t).action, "calendar")
-              for i, t in enumerate(titles)]
-        return _events_context(SimpleNamespace(frame=SimpleNamespace(commitments=cs)), DAY)
+        events = [CalendarEvent(start=datetime.combine(DAY, dtime(9 + 3 * i), tzinfo=tz),
+                                end=datetime.combine(DAY, dtime(11 + 3 * i), tzinfo=tz), title=t,
+                                action=classify_event(t).action, source="calendar")
+                  for i, t in enumerate(titles)]
+        return fixed_lines([frame_day(DAY, tz, events, sleep_habits([], tz))])
 
     obs = {"t": 8, "day": 2, "slot": 0, "remaining_steps": 20, "meters": [0.5] * 5, "deltas": [0.0] * 5,
            "anomalies": [0.0] * 5, "last_action": 3, "last_reward": [0.1], "active_event": 0,
            "history_actions": [10] * 7, "history_rewards": [0.0] * 7, "history_deltas": [[0.0] * 5] * 7}
+
+    def prompt(lines):
+        return render_compact([obs], {"events": lines, "feedback": [], "observe": "noisy"}, fmt="rhythm v4")
+
     plain = ["Weekly sync", "Lunch", "Planning"]
-    base = render_compact([obs], {"events": context(plain), "feedback": []}, [])
+    base = prompt(context(plain))
     changed = 0
     for hostile in HOSTILE_TITLES:
-        titles = [hostile, "Lunch", "Planning"]
-        ctx = context(titles)
+        ctx = context([hostile, "Lunch", "Planning"])
+        assert ctx  # the commitments hold slots
         for item in ctx:
-            assert item["title"] in {a.lower() for a in ACTIONS} | {"busy"}  # a class, never text
-        prompt = render_compact([obs], {"events": ctx, "feedback": []}, [])
-        assert hostile.splitlines()[0][:12] not in prompt
-        changed += prompt != base
-    # the titles above classify as nothing (busy) or as what their words say; whatever
-    # they say beyond that cannot reach the prompt
+            assert set(item) == {"day", "slot", "action"} and item["action"] in {*ACTIONS, None}  # a class, never text
+        text = prompt(ctx)
+        assert hostile.splitlines()[0][:12] not in text
+        changed += text != base
+    # the titles above classify as nothing or as what their words say; whatever they say
+    # beyond that cannot reach the prompt
     assert changed <= sum(classify_event(t).action is not None for t in HOSTILE_TITLES)
 
 
@@ -302,16 +287,17 @@ def _week_with_gaps(settings):
     return monday
 
 
-def test_a_v3_model_sees_the_whole_week_with_its_gaps(settings):
-    """The v3 prompt starts on Monday whatever is missing: an unread slot's meters and an
+def test_a_v4_model_sees_the_whole_week_with_its_gaps(settings):
+    """The v4 prompt starts on Monday whatever is missing: an unread slot's meters and an
     unclassified slot's action are ?, the week's fixed slots are cal lines (classes, never
-    titles), this week's answers fb lines; a v1 model sees only the week after its last gap."""
+    titles), this week's answers fb lines; a v1 prompt is refused (no model a real day asks reads one)."""
     from types import SimpleNamespace
     from zoneinfo import ZoneInfo
 
     from agent.day.calendar import frame_day, sleep_habits
+    from common.errors import ModelError
     from rhythm.derive import observation_records
-    from rhythm.recommend import _calendar, _week_fixed, model_prompt
+    from rhythm.recommend import calendar_events, model_prompt, person_filters, week_fixed
     from storage import plans
 
     monday = _week_with_gaps(settings)
@@ -319,38 +305,22 @@ def test_a_v3_model_sees_the_whole_week_with_its_gaps(settings):
     with open_db(settings.database) as db:
         records = [(o, i) for o, i in observation_records(db, monday, DAY, tz=tz)
                    if (date.fromisoformat(i["local_day"]), SLOTS.index(i["slot_name"])) <= (DAY, 0)]
-        today = frame_day(DAY, tz, _calendar(db, DAY, tz), sleep_habits([], tz))
-        fixed = _week_fixed(db, SimpleNamespace(frame=today), monday, DAY, tz)
+        today = frame_day(DAY, tz, calendar_events(db, DAY, tz), sleep_habits([], tz))
+        fixed = week_fixed(db, SimpleNamespace(frame=today), monday, DAY, tz)
         answers = plans.answers(db)
     assert {"day": 0, "slot": "afternoon", "action": "ADMIN_WORK"} in fixed
-    prompt = model_prompt(records, fixed, answers, "rhythm v3")
-    lines = prompt.split("\n")
-    assert lines[:4] == ["rhythm v3", "obs noisy", "day 0", "cal afternoon ADMIN_WORK"]
+    filters = person_filters(records, answers, monday)
+    prompt = model_prompt(records, fixed, answers, "rhythm v4", filters=filters)
+    lines = [x for x in prompt.split("\n") if not x.startswith("b ")]  # the filter: the test above
+    assert lines[:4] == ["rhythm v4", "obs noisy", "day 0", "cal afternoon ADMIN_WORK"]
     assert "afternoon: ? ? m ? ? ? ? ? x ? ? ? ? ?" in lines  # Monday afternoon: nothing known
     assert lines[lines.index("day 1") + 3].startswith("evening:FAMILY_TIME") and "fb SOCIALIZE ignored" in lines
     assert lines[-2:] == ["day 2", "morning:"] and "Offsite" not in prompt
     assert sum(line.split(":")[0] in SLOTS for line in lines) == 9  # 8 steps and the current slot
-    old = model_prompt(records, fixed, answers, "rhythm v1")
-    steps = [line for line in old.split("\n") if line.split(":")[0] in SLOTS]
-    assert old.startswith("rhythm v1\n") and steps[0].startswith("evening:") and len(steps) == 7  # after the gap
-    assert old.endswith("\nday 2\nmorning:") and "fb d1 evening SOCIALIZE ignored" in old
-
-
-@pytest.mark.ml
-@needs_llama_cpp
-def test_a_v3_gguf_picks_the_current_slot_from_the_whole_week(settings, tmp_path):
-    """A v3 model (its GGUF says so) answers inside the grammar on the product's week, and
-    the plan records what it and the planner chose."""
-    from dataclasses import replace
-
-    from tests.agent.gguf_fixture import build_tiny_gguf
-
-    path, _ = build_tiny_gguf(tmp_path / "tiny-v3.gguf", metadata={"rhythm.prompt_format": "rhythm v3"})
-    _week_with_gaps(settings)
-    plan = recommend(replace(settings, model_path=path, agent_backend="llm"), day=DAY, now=_now(DAY, 8))
-    assert not any("no valid answer" in n or "could not be rendered" in n for n in plan.notes)
-    assert plan.picks["model"] in ACTIONS and plan.picks["planner"] in ACTIONS
-    assert plan.slots[0].model == f"llm:{path.name}" or any(path.name in n for n in plan.notes)
+    with pytest.raises(ModelError, match="prompt format"):  # no model a real day asks reads v1
+        model_prompt(records, fixed, answers, "rhythm v1")
+    with pytest.raises(ModelError, match="'rhythm v3'"):  # retired
+        model_prompt(records, fixed, answers, "rhythm v3")
 
 
 def test_a_v4_model_reads_the_filter_before_every_slot_of_the_week(settings):
@@ -400,10 +370,123 @@ def test_a_v4_model_reads_the_filter_before_every_slot_of_the_week(settings):
 def test_a_v4_gguf_picks_the_current_slot_with_the_filter_in_its_prompt(settings, tmp_path):
     from dataclasses import replace
 
-    from tests.agent.gguf_fixture import build_tiny_gguf
+    from lab.people.tiny_gguf import build_tiny_gguf
 
     path, _ = build_tiny_gguf(tmp_path / "tiny-v4.gguf", metadata={"rhythm.prompt_format": "rhythm v4"})
     _week_with_gaps(settings)
     plan = recommend(replace(settings, model_path=path, agent_backend="llm"), day=DAY, now=_now(DAY, 8))
     assert not any("no valid answer" in n or "could not be rendered" in n for n in plan.notes)
     assert plan.picks["model"] in ACTIONS and plan.picks["planner"] in ACTIONS
+
+
+class _FormatModel:
+    """A scripted local model (agent.runtime.ScriptedModel) that says its prompt format."""
+
+    def __init__(self, fmt, output):
+        from agent.runtime import ScriptedModel
+
+        self.prompt_format = fmt
+        self.script = ScriptedModel(default=output)
+
+    def complete(self, prompt, **kw):
+        return self.script.complete(prompt, **kw)
+
+
+def _scripted(settings, monkeypatch, fmt):
+    from agent.prompting import format_output
+
+    model = _FormatModel(fmt, format_output("DEEP_WORK", [0.5, 0.5, 0.5]))
+    monkeypatch.setattr("agent.runtime.load_model", lambda path, **kw: model)
+    path = settings.home / "scripted.gguf"
+    path.write_bytes(b"GGUF")
+    return replace(settings, model_path=path, agent_backend="llm"), model
+
+
+def test_make_plan_runs_the_belief_filter_once_for_the_plan_and_the_models_prompt(settings, monkeypatch):
+    """One pass of the filter gives the plan's belief and the v4 prompt's b lines: the
+    last b line (before the current slot) is the plan's own belief."""
+    import agent.belief
+    import rhythm.belief_filter
+    from agent.prompting import filter_line
+
+    passes, filters = [], []
+    real_pass = rhythm.belief_filter.run_filter
+
+    def counted(*a, **kw):
+        out = real_pass(*a, **kw)
+        passes.append(out)
+        return out
+
+    made = []
+
+    class Counted(agent.belief.BeliefState):
+        def __init__(self, *a, **kw):
+            made.append(1)
+            super().__init__(*a, **kw)
+
+    monkeypatch.setattr("rhythm.recommend.run_filter", counted)
+    monkeypatch.setattr("agent.belief.BeliefState", Counted)
+    s, model = _scripted(settings, monkeypatch, "rhythm v4")
+    plan = recommend(s, day=DAY, now=_now(DAY, 8))
+    assert len(passes) == 1 and len(made) == 1  # one filter, one pass
+    filters = passes[0].filters
+    assert filters and len(model.script.calls) == 1
+    last = filters[max(filters)]
+    np.testing.assert_allclose(last[:3], plan.belief, atol=1e-4)
+    np.testing.assert_allclose(last[3:6], plan.belief_sd, atol=1e-4)
+    prompt = model.script.calls[0].prompt
+    assert filter_line(last, [True] * 5).split(" m ")[0] in prompt
+    assert plan.picks == {"planner": plan.picks["planner"], "model": "DEEP_WORK"}
+
+
+def test_the_bayes_backend_runs_the_filter_once_without_week_lines(settings, monkeypatch):
+    import rhythm.belief_filter
+
+    passes = []
+    real_pass = rhythm.belief_filter.run_filter
+    monkeypatch.setattr("rhythm.recommend.run_filter", lambda *a: passes.append(a) or real_pass(*a))
+    plan = recommend(replace(settings, agent_backend="bayes"), day=DAY, now=_now(DAY, 8))
+    assert len(passes) == 1 and passes[0][2] is None and plan.model == PLANNER_NAME
+
+
+def test_the_one_pass_agrees_with_the_belief_and_the_filters_apart(settings):
+    """person_belief and person_filters are the same pass: the pass's belief and lines are
+    theirs."""
+    from zoneinfo import ZoneInfo
+
+    from rhythm.derive import observation_records
+    from rhythm.recommend import HISTORY_WEEKS, person_belief, person_filters, run_filter
+    from storage import plans
+
+    monday = _week_with_gaps(settings)
+    with open_db(settings.database) as db:
+        records = [(o, i) for o, i in observation_records(db, monday - timedelta(weeks=HISTORY_WEEKS), DAY,
+                                                          tz=ZoneInfo("UTC"))
+                   if (date.fromisoformat(i["local_day"]), SLOTS.index(i["slot_name"])) <= (DAY, 0)]
+        answers = plans.answers(db)
+    both = run_filter(records, answers, monday)
+    belief, observed = person_belief(records, answers)
+    assert observed == both.observed > 0
+    np.testing.assert_allclose(belief.belief(), both.belief.belief(), atol=1e-9)
+    assert person_filters(records, answers, monday) == both.filters
+
+
+@pytest.mark.parametrize("fmt", ["rhythm v1", "rhythm v2", None])
+def test_a_model_in_another_prompt_format_is_a_clear_error(settings, monkeypatch, fmt):
+    from common.errors import ModelError
+
+    s, model = _scripted(settings, monkeypatch, fmt)
+    with pytest.raises(ModelError, match="prompt format") as err:
+        recommend(s, day=DAY, now=_now(DAY, 8))
+    assert "scripted.gguf" in str(err.value) and "rhythm v4" in str(err.value)
+    assert model.script.calls == []
+
+
+def test_an_install_without_a_bundled_model_plans_with_the_day_planner_alone(settings, monkeypatch):
+    monkeypatch.setattr("rhythm.ask_model.bundled_model_path", lambda *name: None)
+    from rhythm.recommend import choose_backend, product_model_path
+
+    assert product_model_path() is None and choose_backend(settings) == ("bayes", None)
+    plan = recommend(settings, day=DAY, now=_now(DAY, 8))
+    assert plan.model == PLANNER_NAME and all(x.model == PLANNER_NAME for x in plan.slots)
+    assert any("no local model" in n for n in plan.notes)

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from lab.people import hae
 from rhythm.serve import SECRET_HEADER, serve
 from rhythm.settings import load_settings
-from tests.fixtures.synthetic import hae
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "correct-horse-battery-staple-42"

@@ -88,6 +88,19 @@ def test_errors_are_usage_errors():
 def test_policies_lists_the_registry_and_no_args_shows_help():
     res = runner.invoke(app, ["policies"])
     assert res.exit_code == 0 and "heuristic" in res.stdout and "greedy-true" in res.stdout
+    groups, current = {}, None
+    for line in res.stdout.splitlines():
+        if line.endswith(":"):
+            current = groups.setdefault(line[:-1], [])
+        else:
+            current.append(line.strip())
+    assert list(groups)[:5] == ["baselines", "teachers", "day planner", "references", "students"]
+    assert {"random", "heuristic"} <= set(groups["baselines"])
+    assert groups["teachers"] == ["bayes", "bayes-robust", "bayes-calendar"]
+    assert groups["day planner"] == ["day-planner"]
+    assert groups["references"] == ["ideal", "structureless"]
+    offered = {n for g, names in groups.items() if g != "other" for n in names}
+    assert {"bayes-noinfo", "belief-only"}.isdisjoint(offered)  # ablations: benchmarks only
     res = runner.invoke(app, [])
     assert "eval" in res.output
 

@@ -470,3 +470,20 @@ def test_a_failed_first_import_rolls_back_and_restores_the_writer_settings(db):
         raise RuntimeError("disk full")
     assert db.query("SELECT count(*) FROM samples")[1] == [(0,)]
     assert setting() == before and int(before[0]) == WRITER_THREADS
+
+
+def test_migration_0007_renames_the_planners_stored_blocks_to_day_planner(tmp_path):
+    """0007: blocks the real-day planner chose, stored as `bayes-v1`, carry its one name
+    `day-planner` (agent.day.PLANNER_NAME); a local model's blocks keep theirs."""
+    from agent.day import PLANNER_NAME
+
+    path = tmp_path / "v6.duckdb"
+    con = database_at_version(path, 6)
+    for model in ("bayes-v1", "bayes-v1", "llm:student-real-q8_0.gguf"):
+        con.execute("INSERT INTO recommendations (created_at, local_day, slot, action, model) "
+                    "VALUES (now(), DATE '2024-05-08', 'morning', 'DEEP_WORK', ?)", [model])
+    con.close()
+    with open_db(path) as d:
+        assert d.schema_version() >= 7
+        models = d.query("SELECT model, count(*) FROM recommendations GROUP BY model ORDER BY model")[1]
+    assert models == [(PLANNER_NAME, 2), ("llm:student-real-q8_0.gguf", 1)]

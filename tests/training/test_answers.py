@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from agent.lab.student_policy import simulator_student_path
 from agent.prompting import OUTPUT_GBNF, format_output, parse_output, render_compact
-from rhythm.recommend import bundled_model_path
 from simulator.env import RhythmEnv
 from tests.agent.gguf_fixture import needs_llama_cpp
 
@@ -38,7 +38,6 @@ def _pick(path: Path, prompt: str) -> str:
 
 
 def test_the_refined_student_gives_the_answers_it_was_refined_on(tmp_path):
-    from agent.gguf_writer import with_metadata
     from agent.prompting import GGUF_ACTION_BIAS_KEY
     from agent.runtime import LlamaCppModel
     from training.answers import (
@@ -48,9 +47,10 @@ def test_the_refined_student_gives_the_answers_it_was_refined_on(tmp_path):
         load_gguf_student,
         refine_gguf,
     )
+    from training.gguf_writer import with_metadata
 
     # a base that carries an action bias (training.calibrate): the refined model keeps it
-    base = with_metadata(bundled_model_path(), tmp_path / "base" / "student.gguf",
+    base = with_metadata(simulator_student_path(), tmp_path / "base" / "student.gguf",
                          {GGUF_ACTION_BIAS_KEY: '{"BINGE_WATCH":-0.01}'})
     prompts = _prompts()
     before = [_pick(base, p) for p in prompts]
@@ -74,4 +74,4 @@ def test_no_examples_is_an_error(tmp_path):
     from training.answers import refine_gguf
 
     with pytest.raises(ValueError, match="no examples"):
-        refine_gguf(bundled_model_path(), [], tmp_path)
+        refine_gguf(simulator_student_path(), [], tmp_path)

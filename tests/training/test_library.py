@@ -69,12 +69,16 @@ def test_teacher_policy_is_a_registered_policy_by_name():
 def test_prompt_formats_of_datasets_and_checkpoints(tmp_path):
     assert prompt_format_of(tmp_path) == "rhythm v1"  # made before the field existed
     assert checkpoint_prompt_format(tmp_path) == "rhythm v1"
+    (tmp_path / "stats.json").write_text(json.dumps({"prompt_format": "rhythm v4"}))
+    (tmp_path / "checkpoint.json").write_text(json.dumps({"prompt_format": "rhythm v4"}))
+    assert prompt_format_of(tmp_path) == "rhythm v4"
+    assert checkpoint_prompt_format(tmp_path) == "rhythm v4"
     (tmp_path / "stats.json").write_text(json.dumps({"prompt_format": "rhythm v2"}))
-    (tmp_path / "checkpoint.json").write_text(json.dumps({"prompt_format": "rhythm v2"}))
-    assert prompt_format_of(tmp_path) == "rhythm v2"
-    assert checkpoint_prompt_format(tmp_path) == "rhythm v2"
+    with pytest.raises(ValueError, match="'rhythm v2' was retired"):
+        prompt_format_of(tmp_path)
     (tmp_path / "checkpoint.json").write_text(json.dumps({"prompt_format": "rhythm v9"}))
-    assert checkpoint_prompt_format(tmp_path) == "rhythm v1"  # unknown: the default reader
+    with pytest.raises(ValueError, match="unknown prompt format 'rhythm v9'"):
+        checkpoint_prompt_format(tmp_path)
 
 
 def test_the_evaluation_report_keeps_the_sections_other_scripts_wrote(tmp_path):

@@ -1,6 +1,6 @@
-"""Weeks shaped like the product's (training/realshape.py) and their v3 training sequences
+"""Weeks shaped like the product's (training/realshape.py) and their v4 training sequences
 (training/dataset.py): the gaps, the teacher's view against the product's, what a week
-shows and labels, and that one training sequence computes exactly each step's v3 prompt."""
+shows and labels, and that one training sequence computes exactly each step's v4 prompt."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from agent.prompting import FORMAT_V3, observed_view, parse_output
+from agent.prompting import FORMAT_V4, FORMAT_VERSION, observed_view, parse_output
 from simulator import spec
 from simulator.env import RhythmEnv
 from training.realshape import (
@@ -22,9 +22,8 @@ from training.realshape import (
     product_week,
     teacher_view,
     teacher_week,
-    view_from_record,
 )
-from training.weeks import shaped, week_prompt
+from training.weeks import shaped, view_from_record, week_prompt
 
 PRODUCT = Shape(
     kind="product", calendar=True, missing_share=0.45, missing_run=3.0, meter_missing=0.1,
@@ -119,8 +118,8 @@ def test_a_product_week_shows_gaps_and_unknowns_and_labels_the_free_slots(weeks)
 def test_a_mid_week_start_shows_and_labels_the_week_from_there(weeks):
     rec = weeks["late"]
     assert rec["views"][0]["t"] == 9 and len(rec["views"]) == 29 - 9 and len(rec["answers"]) == 28 - 9
-    prompt, action = week_prompt(rec, 0, FORMAT_V3)
-    assert prompt.startswith("rhythm v3\nobs noisy\nday 2\nm ") and prompt.endswith("\nafternoon:")
+    prompt, action = week_prompt(rec, 0, FORMAT_V4)
+    assert prompt.startswith("rhythm v4\nobs noisy\nday 2\nm ") and prompt.endswith("\nafternoon:")
     assert action == rec["answers"][0]["action"]
 
 
@@ -143,8 +142,10 @@ def test_old_teacher_weeks_read_as_clean_shaped_weeks():
     w = shaped(rec)
     assert w["context"]["observe"] == "clean" and len(w["answers"]) == 28
     assert [a["action"] for a in w["answers"]] == rec["actions"]
-    prompt, action = week_prompt(rec, 3, FORMAT_V3)
+    prompt, action = week_prompt(rec, 3, FORMAT_VERSION)
     assert action == rec["actions"][3] and prompt.count("\nmorning:") + prompt.count("\nafternoon:") >= 2
+    with pytest.raises(ValueError, match="no filter beliefs"):  # v4 needs the filter's beliefs
+        week_prompt(rec, 3, FORMAT_V4)
 
 
 def test_product_views_render_what_the_product_prompt_would(weeks):
@@ -157,25 +158,24 @@ def test_product_views_render_what_the_product_prompt_would(weeks):
 
 
 @pytest.mark.ml
-@pytest.mark.parametrize("fmt", [FORMAT_V3, "rhythm v4"])
-def test_v3_training_sequence_computes_each_step_s_prompt(weeks, fmt):
+def test_v4_training_sequence_computes_each_step_s_prompt(weeks):
     """One whole-week sequence with the answers inserted and hidden gives, at every target,
-    the logits the model gives on that step's v3 (v4) prompt, which shows what was *done*
-    there (or ?), not the teacher's answer."""
+    the logits the model gives on that step's v4 prompt, which shows what was *done* there
+    (or ?), not the teacher's answer."""
     import torch
 
     from training.batches import forward_hidden
-    from training.dataset import encode_inserted, train_tokenizer, v3_text
+    from training.dataset import encode_inserted, train_tokenizer, v4_text
     from training.sft import Args, build_model
     from training.tokens import EOS
 
     recs = list(weeks.values())
-    tok = train_tokenizer([v3_text(r, fmt)[0] + "\n".join(a for a in v3_text(r, fmt)[1] if a) for r in recs], 600)
+    tok = train_tokenizer([v4_text(r)[0] + "\n".join(a for a in v4_text(r)[1] if a) for r in recs], 600)
     eos = tok.token_to_id(EOS)
     torch.manual_seed(0)
     model = build_model(Args(layers=2, hidden=64, ffn=128, heads=2, kv_heads=2), tok.get_vocab_size(), eos).eval()
     for rec in (weeks["product"], weeks["late"]):
-        text, answers = v3_text(rec, fmt)
+        text, answers = v4_text(rec)
         ids, mask, hide = encode_inserted(tok, text, answers)
         targets = [k for k, a in enumerate(answers) if a is not None]
         starts = [i for i in range(1, len(mask)) if mask[i] and not mask[i - 1]]
@@ -184,7 +184,7 @@ def test_v3_training_sequence_computes_each_step_s_prompt(weeks, fmt):
             hidden = model.lm_head(forward_hidden(model, torch.tensor(ids[None]).long(),
                                                   torch.tensor(hide[None].astype(np.int64))))[0]
             for k, s in list(zip(targets, starts, strict=True))[:: max(1, len(targets) // 5)]:
-                prompt, action = week_prompt(rec, k, fmt)
+                prompt, action = week_prompt(rec, k, FORMAT_V4)
                 p_ids = [eos, *tok.encode(prompt).ids]
                 kept = [int(i) for i, h in zip(ids[:s], hide[:s], strict=True) if not h]
                 assert p_ids == kept
@@ -233,8 +233,8 @@ def test_a_feedback_week_shows_each_answer_after_its_step_and_only_what_was_obse
     else:
         missing = np.mean([m is None for v in rec["views"] for m in v["meters"]])
         assert 0.15 < missing < 0.45  # feedback.md: each meter missing with probability 0.3
-    prompt, action = week_prompt(rec, 6, FORMAT_V3)
-    assert prompt.startswith(f"rhythm v3\nobs {observe}\n") and prompt.count("\nfb ") == 6
+    prompt, action = week_prompt(rec, 6, FORMAT_V4)
+    assert prompt.startswith(f"rhythm v4\nobs {observe}\n") and prompt.count("\nfb ") == 6
     assert prompt.endswith("\nevening:") and action == rec["answers"][6]["action"]
 
 
@@ -249,7 +249,7 @@ def test_a_product_week_answers_what_the_person_followed_and_the_teacher_reads_i
     # the same week unanswered: same readings and person, but the teacher learns less
     quiet = product_week(104, "in-dist", Shape(**{**shape.__dict__, "answered": 0.0}))
     assert quiet["context"]["feedback"] == [] and quiet["views"][:2] == rec["views"][:2]
-    prompt, _ = week_prompt(rec, 10, FORMAT_V3)
+    prompt, _ = week_prompt(rec, 10, FORMAT_V4)
     assert prompt.count("\nfb ") == 10
 
 
@@ -285,8 +285,8 @@ def test_the_v4_student_s_filter_reads_the_week_as_the_teacher_s_did(observe):
     """The filter lines a v4 student is given in ``rhythm sim eval`` are the ones its training
     weeks carried: the student plays the teacher's week (its recorded answers), and every
     ``b`` line of its prompts is the teacher's filter at that step."""
-    from agent.prompting import FORMAT_V4, filter_line, format_output
-    from agent.student_policy import StudentPolicy
+    from agent.lab.student_policy import StudentPolicy
+    from agent.prompting import filter_line, format_output
     from simulator.feedback_eval import play_episodes
 
     shape = Shape() if observe is None else Shape(kind="feedback", observe=observe)
@@ -303,8 +303,6 @@ def test_the_v4_student_s_filter_reads_the_week_as_the_teacher_s_did(observe):
 
 
 def test_v4_weeks_need_their_filters():
-    from agent.prompting import FORMAT_V4
-
     rec = teacher_week(32, "in-dist", Shape())
     old = {k: v for k, v in rec.items() if k != "filters"}
     with pytest.raises(ValueError, match="no filter beliefs"):

@@ -11,7 +11,7 @@ from simulator.env import RhythmEnv
 
 
 def test_dagger_week_is_played_by_the_student_and_labelled_by_the_teacher():
-    from agent.llm_policy import LLMPolicy
+    from agent.lab.llm_policy import LLMPolicy
     from agent.runtime import ScriptedModel
     from training.dagger import relabel_week
     from training.weeks import teacher_policy
@@ -36,7 +36,7 @@ def test_dagger_week_is_played_by_the_student_and_labelled_by_the_teacher():
 def test_dagger_sequence_trains_the_teacher_answer_after_the_students_history():
     import torch
 
-    from agent.llm_policy import LLMPolicy
+    from agent.lab.llm_policy import LLMPolicy
     from agent.prompting import render_compact
     from agent.runtime import ScriptedModel
     from training.batches import forward_hidden

@@ -35,7 +35,7 @@ def test_mask_covers_exactly_the_answer_tokens(records, with_beliefs):
 
     rng = np.random.default_rng(1)
     recs = [with_beliefs(r, rng) for r in records]
-    texts = [episode_text(r, fmt="rhythm v2") for r in recs]
+    texts = [episode_text(r) for r in recs]
     tok = train_tokenizer(texts, 600)
     ids, mask, hide = encode_episode(tok, texts[0])
     assert ids[0] == tok.token_to_id(EOS) and len(ids) == len(mask) == len(hide)
@@ -44,8 +44,8 @@ def test_mask_covers_exactly_the_answer_tokens(records, with_beliefs):
     assert masked == "".join(
         format_output(a, b) for a, b in zip(recs[0]["actions"], recs[0]["beliefs"], strict=True)
     )
-    # v2: the hidden spans are exactly the 28 beliefs, numbered in order, inside the answers
-    assert texts[0].startswith("rhythm v2\n")
+    # the numbered spans are exactly the 28 beliefs, in order, inside the answers (mark_stale)
+    assert texts[0].startswith("rhythm v1\n")
     assert sorted(set(hide[hide > 0].tolist())) == list(range(1, spec.EPISODE_STEPS + 1))
     assert np.all(mask[hide > 0] == 1)
     for k, b in enumerate(recs[0]["beliefs"], start=1):

@@ -27,50 +27,6 @@ def test_hidden_belief_layout_positions_and_mask():
 
 
 @pytest.mark.ml
-def test_v2_training_sees_exactly_what_the_v2_prompt_shows(records, with_beliefs):
-    """One whole-week sequence with the beliefs hidden gives, at every answer, the logits
-    the model gives on the v2 prompt of that step (which has no past beliefs); without the
-    layout it does not."""
-    import torch
-
-    from agent.prompting import FORMAT_V2, render_compact
-    from training.batches import forward_hidden
-    from training.dataset import encode_episode, episode_text, train_tokenizer
-    from training.sft import Args, build_model
-    from training.tokens import EOS
-
-    rng = np.random.default_rng(3)
-    recs = [with_beliefs(r, rng) for r in records]
-    tok = train_tokenizer([episode_text(r) for r in recs], 600)
-    rec = recs[1]
-    ids, mask, hide = encode_episode(tok, episode_text(rec, fmt=FORMAT_V2))
-    eos = tok.token_to_id(EOS)
-    torch.manual_seed(0)
-    model = build_model(
-        Args(layers=2, hidden=64, ffn=128, heads=2, kv_heads=2), tok.get_vocab_size(), eos
-    ).eval()
-    starts = [i for i in range(1, len(mask)) if mask[i] and not mask[i - 1]]
-    x = torch.tensor(ids[None]).long()
-    with torch.no_grad():
-        h = torch.tensor(hide[None].astype(np.int64))
-        hidden = model.lm_head(forward_hidden(model, x, h))[0]
-        naive = model.lm_head(forward_hidden(model, x))[0]
-        gaps = []
-        for t in (0, 1, 9, 27):
-            beliefs = [tuple(b) for b in rec["beliefs"][:t]]
-            prompt = render_compact(rec["observations"][: t + 1], None, beliefs, fmt=FORMAT_V2)
-            p_ids = [eos, *tok.encode(prompt).ids]
-            kept = [
-                int(i) for i, k in zip(ids[: starts[t]], hide[: starts[t]], strict=True) if not k
-            ]
-            assert p_ids == kept
-            logits = model(input_ids=torch.tensor([p_ids])).logits[0, -1]
-            assert torch.allclose(logits, hidden[starts[t] - 1], atol=1e-4)
-            gaps.append(float((logits - naive[starts[t] - 1]).abs().max()))
-    assert gaps[0] < 1e-4 and min(gaps[1:]) > 1e-3  # step 0 has no past belief to hide
-
-
-@pytest.mark.ml
 def test_correction_weight_scales_the_loss_of_corrected_beliefs():
     import torch
 
@@ -213,7 +169,6 @@ def test_action_errors_count_each_weeks_wrong_actions_and_focus_draws_only_those
     their number."""
     import torch
 
-    from agent.prompting import FORMAT_V2
     from training.batches import action_errors, evaluate_split, forward_hidden
     from training.dataset import encode_episode, episode_text, train_tokenizer
     from training.sft import Args, build_model, hard_weeks
@@ -222,7 +177,7 @@ def test_action_errors_count_each_weeks_wrong_actions_and_focus_draws_only_those
     rng = np.random.default_rng(5)
     recs = [with_beliefs(r, rng) for r in records]
     tok = train_tokenizer([episode_text(r) for r in recs], 600)
-    encoded = [encode_episode(tok, episode_text(r, fmt=FORMAT_V2)) for r in recs]
+    encoded = [encode_episode(tok, episode_text(r)) for r in recs]
     width = max(len(e[0]) for e in encoded)
 
     def padded(k):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.planner import BayesAgent
+from agent.teacher import BayesAgent
 from simulator.env import RhythmEnv
 
 SEEDS = (0, 5, 11)

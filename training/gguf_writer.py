@@ -11,7 +11,7 @@ Two llama.cpp conventions this file takes care of (``../shared/specs/local_llm.m
   llama.cpp's (interleaved pairs), exactly as llama.cpp's ``convert_hf_to_gguf.py`` does.
   Without it a trained model loads but outputs garbage, silently; with random weights it
   makes no visible difference, so verify a trained export against PyTorch logits
-  (``tests/agent/test_gguf_writer.py`` does, on a random ``LlamaForCausalLM``).
+  (``tests/training/test_gguf_writer.py`` does, on a random ``LlamaForCausalLM``).
 - ``tokenizer.ggml.pre`` is ``"gpt-2"`` (with the hyphen): llama.cpp then splits text with
   the GPT-2 regex, which is what a ``tokenizers`` ``ByteLevel(use_regex=True)``
   pre-tokenizer does. A tokenizer with another pre-tokenizer would tokenize differently.

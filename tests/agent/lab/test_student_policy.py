@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agent.lab.student_policy import StudentPolicy
 from agent.prompting import format_output
 from agent.runtime import ScriptedModel
-from agent.student_policy import StudentPolicy
 from simulator import spec
 from simulator.feedback_eval import play_episodes
 from tests.agent.gguf_fixture import needs_llama_cpp
@@ -48,7 +48,7 @@ def test_the_view_carries_missing_meters_forward_and_zeroes_missing_deltas():
 
 
 def test_clean_without_feedback_the_student_sees_the_observation_unchanged():
-    from agent.llm_policy import LLMPolicy
+    from agent.lab.llm_policy import LLMPolicy
 
     out = format_output(spec.EXERCISE, (0.5, 0.5, 0.5))
     a, b = ScriptedModel(default=out), ScriptedModel(default=out)
@@ -57,21 +57,25 @@ def test_clean_without_feedback_the_student_sees_the_observation_unchanged():
     assert a.prompts == b.prompts
 
 
+class _V4Script(ScriptedModel):
+    prompt_format = "rhythm v4"
+
+
 class _V3Script(ScriptedModel):
     prompt_format = "rhythm v3"
 
 
 @pytest.mark.parametrize("observe", ["noisy", "answers-only"])
-def test_a_v3_student_reads_unknowns_as_unknown_and_every_answer_after_its_step(observe):
-    """A v3 student is trained on weeks with ? for what nobody observed: it must read the
+def test_a_v4_student_reads_unknowns_as_unknown_and_every_answer_after_its_step(observe):
+    """A v4 student is trained on weeks with ? for what nobody observed: it must read the
     simulator's missing readings as ?, not as carried-forward numbers, with the condition on
     the obs line and every answer of the week after its step."""
-    model = _V3Script(default=format_output(spec.SOCIALIZE, (0.6, 0.4, 0.5)))
+    model = _V4Script(default=format_output(spec.SOCIALIZE, (0.6, 0.4, 0.5)))
     policy = StudentPolicy(model)
     play_episodes(policy, [3], feedback=True, observe=observe)
     assert policy.llm.invalid_outputs == 0 and len(model.calls) == 28
     last = model.prompts[-1]
-    assert last.startswith(f"rhythm v3\nobs {observe}\nday 0\n") and "nan" not in last.lower()
+    assert last.startswith(f"rhythm v4\nobs {observe}\nday 0\n") and "nan" not in last.lower()
     lines = last.splitlines()
     fb = [i for i, x in enumerate(lines) if x.startswith("fb ")]
     assert len(fb) == 27  # every answer so far, not only the last 16
@@ -84,8 +88,9 @@ def test_a_v3_student_reads_unknowns_as_unknown_and_every_answer_after_its_step(
     assert unknown > 0
 
 
-class _V4Script(ScriptedModel):
-    prompt_format = "rhythm v4"
+def test_a_student_of_a_retired_format_is_refused():
+    with pytest.raises(ValueError, match="'rhythm v3' was retired"):
+        StudentPolicy(_V3Script(default=format_output(spec.SOCIALIZE, (0.6, 0.4, 0.5))))
 
 
 @pytest.mark.slow
@@ -112,7 +117,7 @@ def test_a_v4_student_is_given_the_filter_before_every_decision(observe):
 @pytest.mark.ml
 @needs_llama_cpp
 def test_evaluate_plays_a_v4_gguf_through_the_student_policy(tmp_path):
-    from tests.agent.gguf_fixture import build_tiny_gguf
+    from lab.people.tiny_gguf import build_tiny_gguf
     from training.evaluate import make_student
 
     path, _ = build_tiny_gguf(tmp_path / "tiny-v4.gguf", metadata={"rhythm.prompt_format": "rhythm v4"})

@@ -1,25 +1,25 @@
 """The distilled student as a simulator policy in every mode (feedback.md).
 
-:class:`StudentPolicy` wraps :class:`agent.llm_policy.LLMPolicy` (compact prompt, GBNF
+:class:`StudentPolicy` wraps :class:`agent.lab.llm_policy.LLMPolicy` (compact prompt, GBNF
 answer) so ``rhythm sim eval --policy student`` runs with or without feedback and under
 every observation condition:
 
 - **Answers** become the prompt's feedback lines (``fb d1 morning DEEP_WORK ignored``; the
   last :data:`agent.prompting.MAX_FEEDBACK`), the context the product gives it too; in
-  format v3 every answer of the week stands after its step (``fb DEEP_WORK ignored``).
-- **Missing readings.** A format v3 student reads them as the product shows them: ``?`` for
+  format v4 every answer of the week stands after its step (``fb DEEP_WORK ignored``).
+- **Missing readings.** A format v4 student reads them as the product shows them: ``?`` for
   a missing meter, anomaly or reward and for an action nobody observed, and the observation
   condition on the ``obs`` line (it is trained on such weeks, ``training.realshape``). The
-  v1/v2 prompt shows numbers only, so what those students read is a view of the
+  v1 prompt shows numbers only, so what a v1 student reads is a view of the
   observation: a missing meter shows its last reading (the spec's initial meters before
   any), a missing delta, anomaly or reward shows 0, and an applied action that was not
   observed (an ignored recommendation in the answers-only condition) shows the
-  recommendation (its feedback line says it was ignored); they were trained on clean weeks
+  recommendation (its feedback line says it was ignored); it was trained on clean weeks
   only, so this measures how they cope, not a trained skill.
 - **Calendar weeks** (:mod:`simulator.calendar`). With ``read_calendar`` the week's fixed
   slots in the observation become the prompt's calendar lines (:func:`calendar_events`:
-  ``cal d0 morning "ADMIN_WORK"`` in format v1/v2, ``cal morning ADMIN_WORK`` under each day
-  in v3). The shipped v1 student never saw such lines in training: what it does with them
+  ``cal d0 morning "ADMIN_WORK"`` in format v1, ``cal morning ADMIN_WORK`` under each day
+  in v4). The shipped v1 student never saw such lines in training: what it does with them
   is measured, not taught. Without ``read_calendar`` the calendar is not shown.
 - **The filter (format v4).** A v4 student is given what the Bayesian filter believes of the
   person before each decision (``b`` lines): the policy runs the teacher's own filter (a
@@ -29,18 +29,31 @@ every observation condition:
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from agent.llm_policy import LLMPolicy
-from agent.prompting import FORMAT_V4, MAX_FEEDBACK, STREAM_FORMATS
+from agent.lab.llm_policy import LLMPolicy
+from agent.prompting import FORMAT_V4, MAX_FEEDBACK
 from agent.runtime import LlamaCppModel, Model
 from simulator import spec
 from simulator.feedback import check_observe
 
 _RESPONSES = {1: "accepted", 2: "ignored"}
+#: The simulator student's file in :mod:`agent.lab.models` (format v1).
+SIMULATOR_STUDENT = "student-q8_0.gguf"
+
+
+def simulator_student_path() -> Path | None:
+    """The bundled simulator student (``rhythm sim eval --policy student``), None if this
+    install has none."""
+    try:
+        p = resources.files("agent.lab.models") / SIMULATOR_STUDENT
+    except ModuleNotFoundError:
+        return None
+    return Path(str(p)) if p.is_file() else None
 
 
 class StudentPolicy:
@@ -75,18 +88,14 @@ class StudentPolicy:
             self._filter.reset(self._seed)
 
     @property
-    def reads_unknowns(self) -> bool:
-        """Whether the prompt shows what is not known as ``?`` (formats v3 and v4)."""
-        return self.llm.prompt_format in STREAM_FORMATS
-
-    @property
     def reads_filter(self) -> bool:
-        """Whether the prompt carries the Bayesian filter's belief (format v4)."""
+        """Whether the prompt is of the product's shape (format v4): what is not known shown
+        as ``?``, the whole week's answers, the Bayesian filter's belief before each step."""
         return self.llm.prompt_format == FORMAT_V4
 
     def view(self, obs: dict[str, Any]) -> dict[str, Any]:
         """The observation as the student's prompt shows it (module docstring)."""
-        if self.reads_unknowns:
+        if self.reads_filter:
             return dict(obs)
         out = dict(obs)
         m = np.asarray(obs["meters"], dtype=np.float64)
@@ -117,9 +126,9 @@ class StudentPolicy:
         if self.read_calendar and observation.get("calendar") is not None:
             context["events"] = calendar_events(observation["calendar"])
         if self._answers:
-            # v3 shows each answer after its step, the whole week (as rhythm recommend does)
-            context["feedback"] = self._answers if self.reads_unknowns else self._answers[-MAX_FEEDBACK:]
-        if self.reads_unknowns and self.observe != "clean":
+            # v4 shows each answer after its step, the whole week (as rhythm recommend does)
+            context["feedback"] = self._answers if self.reads_filter else self._answers[-MAX_FEEDBACK:]
+        if self.reads_filter and self.observe != "clean":
             context["observe"] = self.observe
         if self.reads_filter:
             context["filters"] = self._filter.read(observation)
@@ -136,7 +145,7 @@ class FilterTrack:
     PyTorch student (``training.student.TorchStudent``)."""
 
     def __init__(self, feedback: bool = False, observe: str = "clean") -> None:
-        from agent.planner import BayesAgent
+        from agent.teacher import BayesAgent
 
         self.agent = BayesAgent(plan=False)
         self.agent.configure(feedback=feedback, observe=observe)

@@ -1,4 +1,5 @@
-"""Synthetic people for the mapping tests, written through the real storage writer."""
+"""Synthetic people with a watch and a calendar (mapping tests, benchmarks/student_real.py),
+written through the real storage writer."""
 
 from __future__ import annotations
 

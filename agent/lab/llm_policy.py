@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from agent.prompting import (
-    FORMAT_VERSION,
     OUTPUT_GBNF,
-    PROMPT_FORMATS,
     ParsedOutput,
+    check_prompt_format,
+    model_prompt_format,
     parse_output,
     render_chat,
     render_compact,
@@ -47,7 +47,8 @@ class LLMPolicy:
     :mod:`agent.prompting`); untrusted text is sanitised there. ``max_tokens``: the answer's
     budget. ``chat_rows``: history rows in the chat form (the compact form always shows the
     whole week). ``prompt_format``: the compact format (:data:`agent.prompting.PROMPT_FORMATS`);
-    by default the model's own (its ``prompt_format`` attribute, read from the GGUF), else v1.
+    by default the model's own (its ``prompt_format`` attribute, read from the GGUF), else v1;
+    a format this version does not render (a retired v2 or v3 student) raises ValueError.
     ``belief_median``: where the model offers it (llama.cpp), each belief number is the median
     of the model's distribution over ``00``..``99`` rather than its mode (lower absolute error).
 
@@ -67,9 +68,7 @@ class LLMPolicy:
     ) -> None:
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}, got {form!r}")
-        if prompt_format is not None and prompt_format not in PROMPT_FORMATS:
-            raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, got {prompt_format!r}")
-        self._prompt_format = prompt_format
+        self._prompt_format = None if prompt_format is None else check_prompt_format(prompt_format)
         self.belief_median = bool(belief_median)
         self.model = model
         self.form = form
@@ -89,8 +88,7 @@ class LLMPolicy:
     def prompt_format(self) -> str:
         """The compact prompt format in use (asks the model once: a GGUF loads then)."""
         if self._prompt_format is None:
-            fmt = getattr(self.model, "prompt_format", None)
-            self._prompt_format = fmt if fmt in PROMPT_FORMATS else FORMAT_VERSION
+            self._prompt_format = model_prompt_format(getattr(self.model, "prompt_format", None))
         return self._prompt_format
 
     @property

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from agent.llm_policy import LLMPolicy
+from agent.lab.llm_policy import LLMPolicy
 from agent.prompting import OUTPUT_GBNF, format_output, render_compact
 from agent.runtime import LlamaCppModel, ScriptedModel
 from common.errors import ModelError
@@ -152,38 +152,44 @@ def test_real_tiny_model_plays_a_week_without_invalid_output(tiny_gguf, form):  
 
 def test_policy_speaks_the_prompt_format_the_model_was_trained_on():
     model = ScriptedModel(default="SLEEP b=.20,.40,.60")
-    model.prompt_format = "rhythm v2"  # what a v2 GGUF reports (rhythm.prompt_format)
+    model.prompt_format = "rhythm v4"  # what a v4 GGUF reports (rhythm.prompt_format)
     policy = LLMPolicy(model)
     run_episode(policy)
-    assert policy.prompt_format == "rhythm v2"
-    assert all(p.startswith("rhythm v2\n") and " b=" not in p for p in model.prompts)
+    assert policy.prompt_format == "rhythm v4"
+    assert all(p.startswith("rhythm v4\nobs clean\n") and " b=" not in p for p in model.prompts)
     # v1 (a model that says nothing) shows the beliefs it emitted on the past steps
     plain = ScriptedModel(default="SLEEP b=.20,.40,.60")
     run_episode(LLMPolicy(plain))
     assert plain.prompts[-1].startswith("rhythm v1\n")
     assert plain.prompts[-1].count(" b=.20,.40,.60") == spec.EPISODE_STEPS - 1
-    # an explicit choice wins; an unknown one is refused
+    # an explicit choice wins; a retired or unknown one is refused
     forced = ScriptedModel(default="SLEEP b=.20,.40,.60")
-    run_episode(LLMPolicy(forced, prompt_format="rhythm v2"))
-    assert " b=" not in forced.prompts[-1]
-    with pytest.raises(ValueError, match="prompt_format"):
+    run_episode(LLMPolicy(forced, prompt_format="rhythm v4"))
+    assert forced.prompts[-1].startswith("rhythm v4\n") and " b=" not in forced.prompts[-1]
+    with pytest.raises(ValueError, match="'rhythm v2' was retired"):
+        LLMPolicy(forced, prompt_format="rhythm v2")
+    with pytest.raises(ValueError, match="unknown prompt format 'v3'"):
         LLMPolicy(forced, prompt_format="v3")
+    retired = ScriptedModel(default="SLEEP b=.20,.40,.60")
+    retired.prompt_format = "rhythm v3"
+    with pytest.raises(ValueError, match="was retired"):
+        run_episode(LLMPolicy(retired))
 
 
 @pytest.mark.ml
 @needs_llama_cpp
 def test_gguf_says_its_prompt_format(tmp_path):
     from agent.prompting import GGUF_FORMAT_KEY
-    from tests.agent.gguf_fixture import build_tiny_gguf
+    from lab.people.tiny_gguf import build_tiny_gguf
 
-    v2, _ = build_tiny_gguf(tmp_path / "v2.gguf", metadata={GGUF_FORMAT_KEY: "rhythm v2"})
+    v4, _ = build_tiny_gguf(tmp_path / "v4.gguf", metadata={GGUF_FORMAT_KEY: "rhythm v4"})
     plain, _ = build_tiny_gguf(tmp_path / "plain.gguf")
-    assert LlamaCppModel(v2).prompt_format == "rhythm v2"
+    assert LlamaCppModel(v4).prompt_format == "rhythm v4"
     assert LlamaCppModel(plain).prompt_format is None
-    policy = LLMPolicy(LlamaCppModel(v2, n_ctx=2048))
+    policy = LLMPolicy(LlamaCppModel(v4, n_ctx=2048))
     run_episode(policy, seed=4)
     assert policy.invalid_outputs == 0 and " b=" not in policy.last_prompt
-    assert policy.last_prompt.startswith("rhythm v2\n")
+    assert policy.last_prompt.startswith("rhythm v4\n")
 
 
 @pytest.mark.ml
@@ -192,11 +198,9 @@ def test_belief_median_decoding_on_the_shipped_student(tiny_gguf):  # noqa: F811
     """The shipped student's belief numbers are medians of its distribution: still valid
     answers, the same actions, and different numbers where the model is unsure; a model
     without two-digit tokens (the tiny fixture) decodes greedily either way."""
-    from pathlib import Path
+    from agent.lab.student_policy import simulator_student_path
 
-    import rhythm
-
-    shipped = Path(rhythm.__file__).parent / "models" / "student-q8_0.gguf"
+    shipped = simulator_student_path()
     model = LlamaCppModel(shipped)
     env = RhythmEnv()
     o, _ = env.reset(seed=7)

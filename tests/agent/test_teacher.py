@@ -5,16 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.planner import (
-    EVENT_MEAN,
-    BayesAgent,
-    PlanModel,
-    default_plan,
-    expected_belief_accuracy,
-    improve_plan,
-    neighbours,
-)
-from agent.policies import register_agent_policies
+from agent.day import PLANNER_NAME
+from agent.lab.policies import register_ablations, register_agent_policies
+from agent.teacher import BayesAgent, default_plan, improve_plan, neighbours
+from agent.world import EVENT_MEAN, PlanModel, expected_belief_accuracy
 from simulator import spec
 from simulator.dynamics import reward, step
 from simulator.evaluate import evaluate
@@ -101,11 +95,15 @@ def test_agent_follows_the_policy_protocol_and_explains():
     assert again == actions
 
 
-def test_registration_is_idempotent():
+def test_registration_is_idempotent_and_leaves_the_ablations_to_benchmarks():
     names = register_agent_policies()
     assert register_agent_policies() == names
+    assert {"bayes", "bayes-robust", "bayes-calendar", PLANNER_NAME, "ideal"} == set(names)
+    assert {"bayes-noinfo", "belief-only"}.isdisjoint(names)
+    assert register_ablations() == ["bayes-noinfo", "belief-only"] == register_ablations()
     assert {"bayes", "bayes-noinfo", "belief-only"} <= set(policy_names())
     assert isinstance(get_policy("bayes"), BayesAgent)
+    assert get_policy("belief-only").use_planner is False
 
 
 def test_belief_only_ablation_acts_like_the_heuristic():

@@ -1,4 +1,4 @@
-"""Stream weeks (rhythm/streams.py): training weeks made through the product's own path must
+"""Stream weeks (lab/streams.py): training weeks made through the product's own path must
 show the student exactly the prompt ``rhythm recommend`` would show it."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from typer.testing import CliRunner
 
 from agent.prompting import FORMAT_V4
 from common.records import SLOTS, Event, SleepSession
+from lab.streams import person_settings, stream_weeks, synthetic_person
 from rhythm.cli.main import app
 from rhythm.derive import observation_records
 from rhythm.recommend import HISTORY_WEEKS, fixed_lines, model_prompt, person_filters
 from rhythm.refine import week_frames
 from rhythm.settings import user_zone
-from rhythm.streams import person_settings, stream_weeks, synthetic_person
 from storage import open_db
-from training.dataset import v3_text
+from training.dataset import v4_text
 from training.weeks import week_prompt
 
 
@@ -46,7 +46,7 @@ def test_people_are_reproducible_and_differ():
 def test_some_people_repeat_one_workday_and_take_a_break_that_empties_progress(tmp_path):
     """A recurring series (the same standup and focus block every weekday) leaves the person's
     own spread of work near zero, so a week off takes the progress meter to its floor, as on
-    the real recurring calendars of tests/mapping/people.py; the generator must reach those
+    the real recurring calendars of lab/people/watch_calendar.py; the generator must reach those
     meters, or the student never sees them before a real person shows them."""
     people = [synthetic_person(s) for s in range(40)]
     daily = [p for p in people if _same_workdays(p)]
@@ -145,7 +145,7 @@ def test_training_prompt_is_the_products_prompt(person_db):
         records = observation_records(db, monday - timedelta(weeks=HISTORY_WEEKS), person.last, tz=tz)
         week = [(o, i) for o, i in records if monday <= date.fromisoformat(i["local_day"]) < monday + timedelta(days=7)]
         assert len(week) == len(w["views"]) == len(w["answers"]) == len(w["filters"])
-        text, answers = v3_text(w, FORMAT_V4)  # the dataset's encoding accepts the week
+        text, answers = v4_text(w)  # the dataset's encoding accepts the week
         assert len(answers) == len(w["answers"])
         for k, ans in enumerate(w["answers"]):
             day, slot = date.fromisoformat(week[k][1]["local_day"]), SLOTS.index(week[k][1]["slot_name"])
@@ -197,7 +197,7 @@ def test_stream_weeks_encode_with_every_target(person_db):
     w = weeks[0]
     k = max(i for i, a in enumerate(w["answers"][:20]) if a is not None)
     cut = {**w, "views": w["views"][: k + 1], "answers": w["answers"][: k + 1], "filters": w["filters"][: k + 1]}
-    texts = [v3_text(x, FORMAT_V4) for x in [*weeks, cut]]
+    texts = [v4_text(x) for x in [*weeks, cut]]
     tok = train_tokenizer([t + "\n".join(a for a in ans if a) for t, ans in texts], 400)
     for text, answers in texts:
         ids, mask, hide = encode_inserted(tok, text, answers)

@@ -39,7 +39,8 @@ from agent.belief import (
     step_rows,
 )
 from agent.effects import N_RESID, SIGMA_GRID, TAU_GRID, gaussian_posterior, t_weights
-from agent.planner import BayesAgent, PlanModel
+from agent.teacher import BayesAgent
+from agent.world import PlanModel
 from simulator import spec
 from simulator.profiles import Profile
 
@@ -334,7 +335,7 @@ def _grid_weights(v: np.ndarray) -> np.ndarray:
 
 
 class RobustAgent(BayesAgent):
-    """:class:`agent.planner.BayesAgent` with :class:`RobustBelief` and caution.
+    """:class:`agent.teacher.BayesAgent` with :class:`RobustBelief` and caution.
 
     ``residuals``: plan with the learned per-action effects; ``safety``: the first-step
     safety layer; ``margin_per_sigma``: the plan's safety band grows by this many tracked

@@ -1,4 +1,4 @@
-"""A generated busy week for the plan tests: a real .ics file and a wearable's records.
+"""A generated busy week (plan tests, benchmarks): a real .ics file and a wearable's records.
 
 Berlin, the week of Monday 17 November 2025, after three weeks of history:
 - a stand-up every weekday 09:00-09:15 (RRULE, one occurrence moved), a weekly 1:1 on

@@ -7,7 +7,7 @@ meditation, tasks, a calendar, days without the watch, all drawn per person) go 
 storage writer and ``rhythm map`` in a throw-away home; each week is then read back as
 ``rhythm recommend`` reads it:
 
-- the views: ``rhythm.derive.observation_records`` as the v3/v4 prompt shows them
+- the views: ``rhythm.derive.observation_records`` as the v4 prompt shows them
   (``agent.prompting.observed_view``), Monday on;
 - the ``cal`` lines: the week's calendar frames (``rhythm.recommend.fixed_lines``);
 - the ``b`` lines: ``rhythm.recommend.person_filters`` (this week and the two before it);
@@ -282,7 +282,8 @@ def stream_weeks(db, settings, first: date, last: date, seed: int) -> Iterator[d
     from rhythm.recommend import HISTORY_WEEKS, fixed_lines, person_filters
     from rhythm.refine import week_frames
     from rhythm.settings import user_zone
-    from training.realshape import FORMAT, REAL_NOISE_SD, StreamTeacher, jsonable, teacher_view
+    from training.realshape import FORMAT, REAL_NOISE_SD, StreamTeacher, teacher_view
+    from training.weeks import jsonable
 
     tz = user_zone(settings)
     monday = first - timedelta(days=first.weekday())

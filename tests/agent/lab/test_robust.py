@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from agent.belief import BeliefState
-from agent.planner import BayesAgent
-from agent.policies import register_agent_policies
-from agent.robust import RobustAgent, RobustBelief
+from agent.lab.policies import register_agent_policies
+from agent.lab.robust import RobustAgent, RobustBelief
+from agent.teacher import BayesAgent
 from simulator import spec
 from simulator.dynamics import reward
 from simulator.env import RhythmEnv

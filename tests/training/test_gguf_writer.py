@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.gguf_writer import (
+from agent.prompting import render_compact
+from lab.people.tiny_gguf import EOS, TINY, episode_texts, random_llama_tensors, train_tokenizer
+from tests.agent.gguf_fixture import needs_llama_cpp
+from training.gguf_writer import (
     TOKEN_CONTROL,
     TOKEN_NORMAL,
     TOKEN_UNUSED,
@@ -14,15 +17,6 @@ from agent.gguf_writer import (
     permute_qk,
     tokenizer_vocab,
     write_llama_gguf,
-)
-from agent.prompting import render_compact
-from tests.agent.gguf_fixture import (
-    EOS,
-    TINY,
-    episode_texts,
-    needs_llama_cpp,
-    random_llama_tensors,
-    train_tokenizer,
 )
 
 

@@ -1,0 +1,34 @@
+"""The plan step of ``rhythm recommend``: the day's inputs and the belief into
+``agent.day.DayPlanner`` (pure: commitments, fixed slots, one time block per open slot
+with evidence and expected effect)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rhythm.day_inputs import DayData
+
+
+def dynamics_note(data: DayData) -> str | None:
+    """What the plan says when the person's own dynamics depart from the table."""
+    dynamics = data.dynamics
+    if not (dynamics.fitted and dynamics.departures()):
+        return None
+    n = len({d["action"] for d in dynamics.departures()})
+    return (f"your own dynamics ({dynamics.n_transitions} slot-to-slot steps) depart from the table for "
+            f"{n} action{'s' if n > 1 else ''}: the plan uses yours (`rhythm meters --fit`)")
+
+
+def plan_day(data: DayData, belief: Any) -> tuple[Any, Any]:
+    """(the DayPlanner, its DayPlan) for ``data.day`` with ``belief``."""
+    from agent.day import Answer, DayInputs, DayPlanner
+
+    inputs = DayInputs(
+        day=data.day, tz=data.tz, events=data.events, nights=data.nights, facts=data.facts,
+        meters=data.meters_now, belief=belief, now=data.now if data.day == data.today else None,
+        answers=[Answer(a["local_day"], a["slot"], a["action"], a["response"]) for a in data.feedback],
+        recent_actions=data.recent_actions, wake_override=data.wake_override, bed_override=data.bed_override,
+        dynamics=data.dynamics,
+    )
+    planner = DayPlanner(inputs)
+    return planner, planner.plan()
