@@ -17,7 +17,7 @@ Every decision:
    function): this is what makes the planner probe, and only when a probe is worth it;
 4. take the plan's first action and emit the posterior-median belief.
 
-Decisions cost a few milliseconds on one core (``benchmarks/agent.py`` measures them).
+Decisions cost a few milliseconds on one core (``benchmarks/bayes_agent.py`` measures them).
 
 Feedback mode (../shared/specs/feedback.md; the agent is told by ``configure``): the action is
 a recommendation the person may ignore, and then does their habit. The plan model then

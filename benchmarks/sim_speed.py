@@ -1,6 +1,6 @@
 """Simulator throughput: environment steps per second, on one core.
 
-Run:  python benchmarks/simulator.py [--seconds 2]
+Run:  python benchmarks/sim_speed.py [--seconds 2]
 
 RhythmEnv: full episodes (reset + 28 steps) with a fixed random action sequence.
 BatchEnv at N = 1, 64, 1024, 8192: full episodes (reset of N seeds + 28 batched steps with

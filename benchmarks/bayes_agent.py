@@ -1,8 +1,8 @@
 """Benchmark the Bayesian teacher: ms per decision and the three-condition table.
 
-    .venv/bin/python benchmarks/agent.py                     # full protocol (100 / 50 / 3x5)
-    .venv/bin/python benchmarks/agent.py --episodes 10       # quick look
-    .venv/bin/python benchmarks/agent.py --policies bayes,bayes-noinfo,belief-only,heuristic
+    .venv/bin/python benchmarks/bayes_agent.py                     # full protocol (100 / 50 / 3x5)
+    .venv/bin/python benchmarks/bayes_agent.py --episodes 10       # quick look
+    .venv/bin/python benchmarks/bayes_agent.py --policies bayes,bayes-noinfo,belief-only,heuristic
 
 Timing runs the agent on ``RhythmEnv`` and times only ``act`` (CPU time of this process,
 ``time.process_time``, and wall time); the process is pinned to one CPU with BLAS threads
