@@ -82,6 +82,7 @@ class EventRow(NamedTuple):
     self_response: str | None
     transparency: str | None = None
     action: str | None = None  # the classifier's action (set by `rhythm map`)
+    recurring_event_id: str | None = None  # the series it belongs to (a person's label follows it)
 
 
 class EventText(NamedTuple):
@@ -94,6 +95,7 @@ class EventText(NamedTuple):
     description: str | None
     attendees_count: int | None
     event_type: str | None
+    recurring_event_id: str | None = None
 
 
 class SlotRow(NamedTuple):
@@ -118,3 +120,28 @@ class StoredInputs:
     sleeps: tuple[SleepRow, ...] = ()
     workouts: tuple[WorkoutRow, ...] = ()
     events: tuple[EventRow, ...] = ()
+
+
+class LabelRow(NamedTuple):
+    """A label of event titles (issue 40; rules in mapping/labels.py, table ``labels``)."""
+
+    key: str  # the title or pattern as titles are compared (mapping.labels.label_key)
+    pattern: str  # as the person wrote it (or the title, for a learned label)
+    action: str  # one of the ten actions, or NONE ("not an action")
+    origin: str = "you"  # "you" (the person's; always wins) or "learned"
+    evidence: str | None = None  # a learned label's evidence
+    applied: bool = True  # a learned label below the apply thresholds is only proposed
+
+
+class EventFacts(NamedTuple):
+    """One timed event and what the devices recorded during it (storage computes the minutes)."""
+
+    title: str | None
+    minutes: float
+    workout_min: float
+    sleep_min: float
+    steps: float | None
+    wearable_day: bool  # a wearable recorded anything on the event's day
+    description: str | None = None
+    attendees: int | None = None
+    event_type: str | None = None

@@ -47,7 +47,7 @@ from mapping.rules import SlotActionRules, default_rules
 
 NONE = "NONE"  # recognised as not one of the ten actions: no action, on purpose
 LABELS: tuple[str, ...] = (*ACTIONS, NONE)
-METHODS = ("event_type", "title", "description", "attendees", "none")
+METHODS = ("event_type", "title", "description", "attendees", "none", "label", "learned")  # label, learned: mapping/labels.py
 SLOT_MINUTES = (360.0, 360.0, 300.0, 420.0)  # morning 06-12, afternoon 12-18, evening 18-23, night 23-06
 
 

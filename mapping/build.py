@@ -19,16 +19,18 @@ from typing import Any
 
 from common.records import SLOTS
 from common.rows import EventText, StoredInputs
-from mapping.actions import Classification, classify_event, slot_action
+from mapping.actions import Classification, slot_action
 from mapping.baseline import Baseline, rolling_baselines
 from mapping.features import (
     DataBundle,
     bundle_from_inputs,
     day_signals,
     describe_bundle,
+    slot_bounds,
     slot_evidence,
     slot_signals,
 )
+from mapping.labels import LabelBook, classify_with_labels, source_name
 from mapping.meters import compute_meters
 from mapping.rules import METERS, Rules, default_rules
 
@@ -65,10 +67,13 @@ class MapResult:
         }
 
 
-def classify_texts(texts: Iterable[EventText]) -> dict[EventKey, Classification]:
-    """Classify events (their title, description, attendees and type only)."""
+def classify_texts(texts: Iterable[EventText], book: LabelBook | None = None) -> dict[EventKey, Classification]:
+    """Classify events (their title, description, attendees, type and series only): the
+    person's labels first, then learned labels where the table is weak, then the table
+    (mapping/labels.py)."""
     return {
-        (t.source, t.calendar_id, t.event_id): classify_event(t.title, t.description, t.attendees_count, t.event_type)
+        (t.source, t.calendar_id, t.event_id): classify_with_labels(
+            t.title, t.description, t.attendees_count, t.event_type, t.recurring_event_id, book)
         for t in texts
     }
 
@@ -102,6 +107,7 @@ def compute(
     tz: tzinfo,
     rules: Rules | None = None,
     computed_at: datetime | None = None,
+    book: LabelBook | None = None,
 ) -> MapResult:
     """Meters and slot actions for the days [start, end], from the rows of
     ``features.input_window(start, end, rules.model)`` (see ``mapped_range``)."""
@@ -111,8 +117,9 @@ def compute(
         return MapResult(start, end)
     b = bundle(inputs, tz)
     classified = classify_texts(
-        EventText(e.source, e.calendar_id, e.event_id, e.title, e.description, e.attendees_count, e.event_type)
-        for e in inputs.events
+        (EventText(e.source, e.calendar_id, e.event_id, e.title, e.description, e.attendees_count, e.event_type,
+                   e.recurring_event_id) for e in inputs.events),
+        book,
     )
     labels = {k: c.action for k, c in classified.items()}
     confs = {k: c.confidence for k, c in classified.items()}
@@ -151,6 +158,8 @@ def compute(
             )
             sev = slot_evidence(b, d, s, labels, confs, rules.slot_actions.point_event_min)
             action, conf, ev = slot_action(sev, s, rules.slot_actions)
+            if ev.get("rule") == "calendar":
+                _label_sources(ev, b, d, s, action, classified)
             result.slot_actions.append(
                 {
                     "local_day": d,
@@ -162,3 +171,18 @@ def compute(
                 }
             )
     return result
+
+
+def _label_sources(
+    evidence: dict[str, Any], b: DataBundle, day: date, slot: int, action: str | None,
+    classified: dict[EventKey, Classification],
+) -> None:
+    """Say where a calendar slot action came from when a label decided an event behind it:
+    ``evidence["source"]`` is "your label" or "learned from your devices" (never a title)."""
+    lo, hi = slot_bounds(day, slot)
+    methods = [classified[e.key] for e in b.events_between(lo, hi)
+               if e.key in classified and classified[e.key].action == action
+               and classified[e.key].method in ("label", "learned")]
+    if methods:
+        first = min(methods, key=lambda c: c.method != "label")
+        evidence["source"] = source_name(first.method)

@@ -12,14 +12,16 @@ from datetime import date, tzinfo
 from typing import Any
 
 from common.records import METERS
-from common.rows import SlotRow, StoredInputs
+from common.rows import LabelRow, SlotRow, StoredInputs
 from mapping.build import MapResult, classify_texts, mapped_range
 from mapping.build import bundle as _bundle
 from mapping.build import compute as _compute
 from mapping.features import INPUT_METRICS, DataBundle, default_offset_min, input_window, zone_name
+from mapping.labels import YOU, LabelBook, learn
 from mapping.observations import lookback_start, observations_from_states, states_from_rows
 from mapping.rules import Rules, default_rules
 from storage import derived, inputs
+from storage import labels as stored_labels
 from storage.db import Database
 
 
@@ -46,7 +48,21 @@ def compute(
     if days is None:
         return MapResult(start, end)
     lo, hi = days
-    return _compute(stored_inputs(db, lo, hi, tz, rules), lo, hi, tz=tz, rules=rules)
+    return _compute(stored_inputs(db, lo, hi, tz, rules), lo, hi, tz=tz, rules=rules, book=label_book(db))
+
+
+def label_book(db: Database) -> LabelBook:
+    """The person's labels and the applied learned ones, with the series they name."""
+    return LabelBook.build(stored_labels.labels(db), stored_labels.event_series(db))
+
+
+def relearn(db: Database) -> list[LabelRow]:
+    """Learn labels from what the devices recorded during each event (mapping/labels.py) and
+    store them (proposed and applied), replacing the learned ones; the person's labels win."""
+    mine = {lab.key for lab in stored_labels.labels(db, YOU)}
+    learned = learn(stored_labels.event_facts(db), skip=mine)
+    stored_labels.replace_learned(db, learned)
+    return learned
 
 
 def rebuild(
@@ -54,11 +70,20 @@ def rebuild(
 ) -> dict[str, Any]:
     """Recompute meters, slot actions and events.action for days >= ``since`` (all if None),
     replacing what was there, in one transaction (joining the caller's). Returns a summary."""
-    result = compute(db, since, None, tz=tz, today=today, rules=rules)
-    texts = inputs.event_texts(db, since)
-    event_actions = {k: c.action for k, c in classify_texts(texts).items()}
-    labelled = derived.replace_mapped(db, since or result.start, result.meters, result.slot_actions, event_actions)
+    with db.transaction():
+        learned = relearn(db)
+        result = compute(db, since, None, tz=tz, today=today, rules=rules)
+        texts = inputs.event_texts(db, since)
+        classified = classify_texts(texts, label_book(db))
+        event_actions = {k: c.action for k, c in classified.items()}
+        sources = {k: c.method for k, c in classified.items()}
+        labelled = derived.replace_mapped(db, since or result.start, result.meters, result.slot_actions, event_actions,
+                                          sources)
     summary = result.summary()
+    summary["labels_yours"] = sum(1 for c in classified.values() if c.method == "label")
+    summary["labels_learned"] = sum(1 for c in classified.values() if c.method == "learned")
+    summary["learned_applied"] = sum(1 for lab in learned if lab.applied)
+    summary["learned_proposed"] = sum(1 for lab in learned if not lab.applied)
     summary["events_classified"] = labelled
     summary["events_seen"] = len(texts)
     return summary

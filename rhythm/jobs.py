@@ -302,3 +302,49 @@ def set_source_priority(settings: Settings, group: str, kinds: list[str]) -> dic
         overview.set_source_priority(run.db, group, kinds)
         run.summary = overview.source_priority(run.db)
     return run.summary
+
+
+# -- labels (issue 40) ---------------------------------------------------------------------------
+def set_label(settings: Settings, pattern: str, action: str, now: datetime | None = None) -> dict[str, Any]:
+    """Store the person's label for a title or pattern (ACTION: one of the ten actions or
+    NONE) and re-label history at once (the same transaction as ``rhythm map``)."""
+    from mapping.labels import new_label
+    from rhythm.derive import rebuild
+    from storage import labels as stored_labels
+
+    label = new_label(pattern, action)  # a bad action or an empty pattern: one line, nothing written
+    with unit_of_work(settings, "label", None, label.key) as run:
+        replaced = stored_labels.set_label(run.db, label)
+        summary = rebuild(run.db, None, tz=user_zone(settings), today=local_today(settings, now))
+        run.summary = {"pattern": label.pattern, "action": label.action, "replaced": replaced,
+                       "events_with_your_label": summary.get("labels_yours", 0)}
+    return run.summary
+
+
+def remove_label(settings: Settings, pattern: str, now: datetime | None = None) -> dict[str, Any]:
+    """Remove the person's label for a title or pattern and re-label history."""
+    from mapping.labels import label_key
+    from rhythm.derive import rebuild
+    from storage import labels as stored_labels
+
+    key = label_key(pattern)
+    with unit_of_work(settings, "label", None, key) as run:
+        removed = stored_labels.remove_label(run.db, key)
+        if not removed:
+            raise ConfigError(f"no label of yours for {pattern!r}: see `rhythm label --list`")
+        rebuild(run.db, None, tz=user_zone(settings), today=local_today(settings, now))
+        run.summary = {"pattern": pattern, "removed": removed}
+    return run.summary
+
+
+def list_labels(settings: Settings) -> list[dict[str, Any]]:
+    """The person's labels, then the learned ones (applied, then proposed) with their evidence."""
+    from storage import labels as stored_labels
+
+    if not settings.database.exists():
+        return []
+    with open_db(settings.database, read_only=True) as db:
+        rows = stored_labels.labels(db) if "labels" in db.tables() else []
+    return [{"pattern": r.pattern, "action": r.action,
+             "origin": "your label" if r.origin == "you" else ("learned" if r.applied else "proposed"),
+             "evidence": r.evidence} for r in rows]

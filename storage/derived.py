@@ -34,6 +34,7 @@ def replace_mapped(
     meters: Sequence[Mapping[str, Any]],
     slot_actions: Sequence[Mapping[str, Any]],
     event_actions: Mapping[EventKey, str | None],
+    event_sources: Mapping[EventKey, str] | None = None,
 ) -> int:
     """Replace meters and slot actions of days >= ``since`` (all days when None) and set
     ``events.action`` of the events given (others of those days become NULL). Returns how
@@ -49,9 +50,9 @@ def replace_mapped(
         if slot_actions:
             db.upsert("slot_actions", _table(slot_actions, ACTION_COLUMNS))
         if since is None:
-            db.con.execute("UPDATE events SET action = NULL")
+            db.con.execute("UPDATE events SET action = NULL, action_source = NULL")
         else:
-            db.con.execute("UPDATE events SET action = NULL WHERE local_day >= ?", [since])
+            db.con.execute("UPDATE events SET action = NULL, action_source = NULL WHERE local_day >= ?", [since])
         labelled = [(k, a) for k, a in event_actions.items() if a]
         if labelled:
             upd = pa.table({
@@ -59,11 +60,12 @@ def replace_mapped(
                 "calendar_id": [k[1] for k, _ in labelled],
                 "event_id": [k[2] for k, _ in labelled],
                 "action": [a for _, a in labelled],
+                "action_source": [(event_sources or {}).get(k) for k, _ in labelled],
             })
             db.con.register("__event_actions", upd)
             try:
                 db.con.execute(
-                    "UPDATE events SET action = u.action FROM __event_actions u "
+                    "UPDATE events SET action = u.action, action_source = u.action_source FROM __event_actions u "
                     "WHERE events.source = u.source AND events.calendar_id = u.calendar_id "
                     "AND events.event_id = u.event_id"
                 )

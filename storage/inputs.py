@@ -208,7 +208,8 @@ def events_between(db: Database, lo: date, hi: date) -> tuple[EventRow, ...]:
     """Every stored event occurrence of local days [lo, hi] (cancelled ones too: mapping decides)."""
     rows = db.con.execute(
         "SELECT source, calendar_id, event_id, epoch(start_ts), epoch(end_ts), local_day, all_day, "
-        "title, description, attendees_count, event_type, timezone, status, self_response, transparency, action "
+        "title, description, attendees_count, event_type, timezone, status, self_response, transparency, action, "
+        "recurring_event_id "
         "FROM events WHERE local_day BETWEEN ? AND ? ORDER BY start_ts, event_id",
         [lo, hi],
     ).fetchall()
@@ -221,7 +222,7 @@ def events_between(db: Database, lo: date, hi: date) -> tuple[EventRow, ...]:
 def event_texts(db: Database, since: date | None = None) -> list[EventText]:
     """Title, description, attendees and type of every event on or after ``since``."""
     sql = (
-        "SELECT source, calendar_id, event_id, title, description, attendees_count, event_type "
+        "SELECT source, calendar_id, event_id, title, description, attendees_count, event_type, recurring_event_id "
         "FROM events"
     )
     params: list[object] = []

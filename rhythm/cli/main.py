@@ -235,6 +235,7 @@ def _mount() -> None:
         demo,
         imports,
         insights,
+        labels,
         mapping,
         mcp,
         plan,
@@ -251,7 +252,7 @@ def _mount() -> None:
     app.add_typer(config.app, name="config")
     app.add_typer(plan.app, name="plan")
     app.add_typer(serve.app, name="serve")
-    for mod in (sync, mapping, agent, daemon, demo, insights, mcp):
+    for mod in (sync, mapping, agent, daemon, demo, insights, mcp, labels):
         mod.register(app)
 
 
