@@ -27,7 +27,9 @@ each occurrence: a workout covering ``COINCIDE_SHARE`` of it (-> EXERCISE), slee
 ``COINCIDE_SHARE`` of it (-> SLEEP), or ``STEPS_PER_HOUR`` steps per hour (-> EXERCISE).
 Only occurrences on days a wearable recorded anything count. A title is *proposed* from
 ``SUGGEST_MIN_OCCURRENCES`` occurrences with ``SUGGEST_MIN_SHARE`` of them coinciding, and
-*applied* from ``APPLY_MIN_OCCURRENCES`` with ``APPLY_MIN_SHARE``. Each carries its evidence
+*applied* from ``APPLY_MIN_OCCURRENCES`` with ``APPLY_MIN_SHARE`` (workouts and sleep only:
+many steps alone may be a walking meeting, so a steps label is only proposed until the person
+confirms it with their own label). Each carries its evidence
 ("Chaostreff: 4 of 4 times a workout overlapped").
 """
 
@@ -219,10 +221,11 @@ def source_name(method: str | None) -> str:
 # --- learned labels ----------------------------------------------------------------------------
 
 
-SIGNALS = (  # signal -> (action, words for the evidence)
-    ("workout", "EXERCISE", "a workout overlapped"),
-    ("sleep", "SLEEP", "you were asleep"),
-    ("steps", "EXERCISE", f"you walked or ran ({STEPS_PER_HOUR:.0f}+ steps an hour)"),
+SIGNALS = (  # signal, action, words for the evidence, applied on its own (else only proposed)
+    ("workout", "EXERCISE", "a workout overlapped", True),
+    ("sleep", "SLEEP", "you were asleep", True),
+    # many steps alone are a walk, a run, or a walking meeting: proposed, never applied alone
+    ("steps", "EXERCISE", f"you walked or ran ({STEPS_PER_HOUR:.0f}+ steps an hour)", False),
 )
 
 
@@ -255,13 +258,13 @@ def learn(facts: Iterable[EventFacts], skip: Iterable[str] = ()) -> list[Label]:
         n = len(fs)
         if n < SUGGEST_MIN_OCCURRENCES:
             continue
-        hits = {name: sum(coincides(f)[name] for f in fs) for name, _, _ in SIGNALS}
-        name, action, words = max(SIGNALS, key=lambda s: hits[s[0]])
+        hits = {sig[0]: sum(coincides(f)[sig[0]] for f in fs) for sig in SIGNALS}
+        name, action, words, alone = max(SIGNALS, key=lambda s: (hits[s[0]], s[3]))
         k = hits[name]
         share = k / n
         if share < SUGGEST_MIN_SHARE:
             continue
-        applied = n >= APPLY_MIN_OCCURRENCES and share >= APPLY_MIN_SHARE
+        applied = alone and n >= APPLY_MIN_OCCURRENCES and share >= APPLY_MIN_SHARE
         evidence = f"{shown[key]}: {k} of {n} times {words}"
         out.append((share, n, new_label(shown[key], action, LEARNED, evidence, applied)))
     out.sort(key=lambda t: (-t[0], -t[1], t[2].key))
