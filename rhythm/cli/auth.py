@@ -15,11 +15,28 @@ def _show_url(url: str) -> None:
     console.print("Waiting for the redirect ...", highlight=False)
 
 
+def _secret(prompt: str, what: str) -> str:
+    """A secret from the terminal (a hidden prompt), or, when standard input is not a terminal
+    (a pipe from a script or a password manager), its first line: no prompt, no getpass
+    warning, never echoed or printed."""
+    import sys
+
+    if sys.stdin is not None and not sys.stdin.isatty():
+        from common.errors import AuthError
+
+        line = sys.stdin.readline().strip()
+        if not line:
+            raise AuthError(f"{what}: nothing on standard input (pipe the token in, or run this in a terminal)")
+        return line
+    return typer.prompt(prompt, hide_input=True)
+
+
 def _done(result: dict, json_out: bool) -> None:
     if json_out:
         print_json(result)
         return
-    console.print(f"{result['provider']}: authorised; tokens stored in {result['stored']}", highlight=False)
+    console.print(f"{result['provider']}: authorised; tokens stored in {result['stored']}", highlight=False,
+                  soft_wrap=True)
     if result.get("write"):
         console.print("write access: Rhythm may add, change and remove its own blocks (`rhythm plan push google`)",
                       highlight=False)
@@ -69,7 +86,7 @@ def garmin(
 
     from rhythm.sync import auth_garmin
 
-    password = os.environ.get("RHYTHM_GARMIN_PASSWORD") or typer.prompt("Garmin Connect password", hide_input=True)
+    password = os.environ.get("RHYTHM_GARMIN_PASSWORD") or _secret("Garmin Connect password", "garmin")
 
     result = auth_garmin(get_settings(ctx), email, password, prompt_mfa=lambda: typer.prompt("MFA code"))
     if json_out:
@@ -89,7 +106,9 @@ def oura(
 ) -> None:
     """Oura API v2: a personal access token, or OAuth2 (PKCE, refreshed on its own).
 
-    A token comes from RHYTHM_OURA_TOKEN or a hidden prompt (never the command line), is checked with Oura, stored 0600 and never printed."""
+    A token comes from RHYTHM_OURA_TOKEN, a pipe (`echo TOKEN | rhythm auth oura --token`: its first
+    line) or a hidden prompt (never the command line), is checked with Oura, stored 0600 and never
+    printed; every outcome is one line."""
     import os
 
     from rhythm.sync import auth_oura
@@ -100,6 +119,6 @@ def oura(
     if oauth:
         result = auth_oura(settings, open_browser=not no_browser, on_url=_show_url, port=port)
     else:
-        token = env_token or typer.prompt("Oura personal access token", hide_input=True)
+        token = env_token or _secret("Oura personal access token", "oura")
         result = auth_oura(settings, token)
     _done(result, json_out)

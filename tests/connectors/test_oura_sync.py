@@ -7,10 +7,14 @@ fetch times, cursors in sync_state, errors, and that a failed sync left nothing 
 from __future__ import annotations
 
 import json
+import os
 import stat
+import subprocess
+import sys
 import threading
 import time
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -310,13 +314,46 @@ def test_auth_with_a_personal_token_from_the_environment(env, oura, run_cli, mon
     assert oura.srv.calls("POST", "/oauth/token") == []
 
 
-def test_auth_with_a_personal_token_typed_at_a_hidden_prompt(env, oura):
+def test_auth_with_a_personal_token_on_standard_input_that_is_no_terminal(env, oura):
     from rhythm.cli.main import app
 
     result = CliRunner().invoke(app, ["auth", "oura", "--token"], input=oura.pat + "\n")
     assert result.exit_code == 0, result.output
-    assert "Oura personal access token" in result.output and oura.pat not in result.output  # not echoed
+    assert "Oura personal access token" not in result.output and oura.pat not in result.output  # no prompt
+    assert len(result.output.strip().splitlines()) == 1
     assert FileTokenStore(env.tokens_dir).load("oura")["access_token"] == oura.pat
+
+
+def _piped(env_vars: dict[str, str], stdin: str) -> subprocess.CompletedProcess:
+    root = Path(__file__).resolve().parents[2]
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("RHYTHM_")}
+    environ.update(env_vars, PYTHONPATH=str(root))
+    return subprocess.run([sys.executable, "-m", "rhythm", "auth", "oura", "--token"], input=stdin, text=True,
+                          capture_output=True, env=environ, cwd=root, timeout=120)
+
+
+def _oura_env(settings, oura) -> dict[str, str]:
+    return {"RHYTHM_HOME": str(settings.home), "RHYTHM_OURA_API_BASE": oura.api_base}
+
+
+def test_echo_token_into_rhythm_auth_oura_prints_one_line_and_never_the_token(env, oura):
+    """`echo TOKEN | rhythm auth oura --token`, a real pipe into a real process."""
+    done = _piped(_oura_env(env, oura), oura.pat + "\n")
+    assert done.returncode == 0, done.stderr
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("oura: authorised"), lines
+    assert oura.pat not in done.stdout + done.stderr and "echoed" not in done.stderr
+    assert FileTokenStore(env.tokens_dir).load("oura")["access_token"] == oura.pat
+
+
+@pytest.mark.parametrize("stdin", ["pat-not-valid-27182\n", "\n", ""], ids=["refused", "blank", "empty"])
+def test_a_bad_piped_token_is_one_line_and_nothing_is_stored(env, oura, stdin):
+    done = _piped(_oura_env(env, oura), stdin)
+    assert done.returncode != 0
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: oura: "), lines
+    assert "pat-not-valid-27182" not in done.stdout + done.stderr and "Warning" not in done.stderr
+    assert not (env.tokens_dir / "oura.json").exists()
 
 
 def test_a_refused_personal_token_is_not_stored(env, oura, run_cli, monkeypatch):
