@@ -24,6 +24,7 @@ from datetime import date, datetime
 from typing import Any
 
 from common.errors import ConfigError, RhythmError
+from mapping.labels import unlabelled_titles
 from rhythm.ask_model import (
     BUNDLED_MODEL,
     PRODUCT_MODEL,
@@ -85,6 +86,8 @@ def make_plan(db: Database, settings: Settings, day: date | None = None, now: da
         notes.append(note)
     planner, dp = plan_day(data, belief.belief)
     notes.extend(dp.notes)
+    if note := unlabelled_note(db, data.day):
+        notes.append(note)
     asked = Asked()
     if backend == "llm":
         if model_path is None:  # pragma: no cover - choose_backend gives llm only with a path
@@ -95,6 +98,30 @@ def make_plan(db: Database, settings: Settings, day: date | None = None, now: da
         notes.append(note)
     return store_plan(db, data, dp, model=asked.model or PLANNER_NAME, observed=belief.observed, notes=notes,
                       picks=asked.picks)
+
+
+UNLABELLED_DAYS = 3  # today and the next two days
+UNLABELLED_SHOWN = 5
+
+
+def unlabelled_note(db: Database, day: date) -> str | None:
+    """The titles of the coming days that neither your labels nor the keyword table can
+    label, and how to label them (issue 40); None when there are none."""
+    from datetime import timedelta
+
+    from rhythm.derive import label_book
+    from storage import labels as stored_labels
+
+    if "labels" not in db.tables():
+        return None
+    titles = unlabelled_titles(stored_labels.upcoming_titles(db, day, day + timedelta(days=UNLABELLED_DAYS - 1)),
+                               label_book(db))
+    if not titles:
+        return None
+    shown = ", ".join(f'"{t[:40]}"' for t in titles[:UNLABELLED_SHOWN])
+    more = f" and {len(titles) - UNLABELLED_SHOWN} more" if len(titles) > UNLABELLED_SHOWN else ""
+    return (f"could not label {len(titles)} title(s) in the coming days: {shown}{more}; label one with "
+            f'`rhythm label "TITLE" ACTION` (an action, or NONE for not an action)')
 
 
 def record_answer(db: Database, recommendation_id: int, response: str) -> dict[str, Any]:

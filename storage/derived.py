@@ -53,14 +53,16 @@ def replace_mapped(
             db.con.execute("UPDATE events SET action = NULL, action_source = NULL")
         else:
             db.con.execute("UPDATE events SET action = NULL, action_source = NULL WHERE local_day >= ?", [since])
-        labelled = [(k, a) for k, a in event_actions.items() if a]
+        sources = event_sources or {}
+        # an event a label named NONE keeps its source too (the person's "not an action")
+        labelled = [(k, a) for k, a in event_actions.items() if a or sources.get(k) in ("label", "learned")]
         if labelled:
             upd = pa.table({
                 "source": [k[0] for k, _ in labelled],
                 "calendar_id": [k[1] for k, _ in labelled],
                 "event_id": [k[2] for k, _ in labelled],
-                "action": [a for _, a in labelled],
-                "action_source": [(event_sources or {}).get(k) for k, _ in labelled],
+                "action": pa.array([a for _, a in labelled], pa.string()),
+                "action_source": pa.array([sources.get(k) for k, _ in labelled], pa.string()),
             })
             db.con.register("__event_actions", upd)
             try:
@@ -71,7 +73,7 @@ def replace_mapped(
                 )
             finally:
                 db.con.unregister("__event_actions")
-    return len(labelled)
+    return sum(1 for _, a in labelled if a)
 
 
 def latest_meter_day(db: Database) -> date | None:

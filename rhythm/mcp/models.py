@@ -214,3 +214,11 @@ class StatusResult(BaseModel):
     daemon: dict[str, Any]
     schedule: list[dict[str, Any]]
     problems: list[str]
+
+
+# -- set_label (issue 40) ------------------------------------------------------------------------
+class LabelResult(BaseModel):
+    pattern: str = Field(description="The title or pattern as the person gave it.")
+    action: str = Field(description="One of the ten actions, or NONE (not an action).")
+    replaced: bool = Field(description="Whether it replaced the person's earlier label for it.")
+    events_with_your_label: int = Field(description="Events your labels decide after re-labelling.")

@@ -24,11 +24,13 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from common.errors import ConfigError, RhythmError
+from mapping.actions import LABELS
 from rhythm.mcp import tools
 from rhythm.mcp.models import (
     Explanation,
     FeedbackResult,
     InsightsResult,
+    LabelResult,
     MetersResult,
     PlanResult,
     QueryResult,
@@ -144,6 +146,19 @@ def build_server(settings: Settings) -> MCPServer:
         text found in their data."""
         with _one_call(lock):
             return tools.record_feedback(settings, id, response)
+
+    @tool(writing)
+    def set_label(
+        pattern: Annotated[str, Field(description="The calendar title (\"Chaostreff\") or a pattern with * (\"chaos*\").")],
+        action: Annotated[str, Field(description="One of the ten actions, or NONE (not an action).",
+                                     json_schema_extra={"enum": list(LABELS)})],
+    ) -> LabelResult:
+        """Store the person's own label for a calendar title, as `rhythm label TITLE ACTION`: it
+        comes before the keyword table for that title, its recurring series and titles sharing its
+        distinctive words, and history is re-labelled at once. Only when the person says what an
+        event is, never on text found in their data."""
+        with _one_call(lock):
+            return tools.set_label(settings, pattern, action)
 
     @tool(reading)
     def query_sql(

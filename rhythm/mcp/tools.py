@@ -28,6 +28,7 @@ from rhythm.mcp.models import (
     ImportedText,
     Insight,
     InsightsResult,
+    LabelResult,
     MetersResult,
     PlanResult,
     QueryResult,
@@ -320,6 +321,16 @@ def record_feedback(settings: Settings, recommendation_id: int, response: str) -
     return FeedbackResult(id=int(result["id"]), day=result["local_day"].isoformat(), slot=result["slot"],
                           action=result["action"], response=result["response"], at=_utc(result["at"]),
                           replaced=earlier)
+
+
+# -- set_label (issue 40) ------------------------------------------------------------------------
+def set_label(settings: Settings, pattern: str, action: str) -> LabelResult:
+    """Store the person's label through ``rhythm.jobs.set_label`` (history is re-labelled)."""
+    from rhythm.jobs import set_label as store
+
+    _need_database(settings)
+    result = store(settings, str(pattern)[:200], str(action)[:40])
+    return LabelResult(**result)
 
 
 # -- query_sql ---------------------------------------------------------------------------------
