@@ -477,6 +477,21 @@ def section_meters(data: ReportData) -> tuple[str, bool, int]:
     return "\n".join(out), bool(plots), len(plots)
 
 
+def _action_cell(row: dict[str, Any] | None) -> str | None:
+    """A slot's action, with where it came from when a label decided it."""
+    if not row or not row.get("action"):
+        return None
+    ev = row.get("evidence")
+    if isinstance(ev, str):
+        try:
+            ev = json.loads(ev)
+        except ValueError:
+            ev = {}
+    source = (ev or {}).get("source") if isinstance(ev, dict) else None
+    tag = {"your label": " (your label)", "learned from your devices": " (learned)"}.get(source or "", "")
+    return f"{row['action']}{tag}"
+
+
 def section_did(data: ReportData) -> tuple[str, bool, int]:
     out = ["<h2>What you did</h2>"]
     n = 0
@@ -486,8 +501,10 @@ def section_did(data: ReportData) -> tuple[str, bool, int]:
         n += 1
         recent = sorted({r["local_day"] for r in data.slot_actions}, reverse=True)[:7]
         by = {(r["local_day"], r["slot"]): r for r in data.slot_actions}
-        out.append(table(["day", *SLOTS], [[d.strftime("%a %d %b"), *((by.get((d, s)) or {}).get("action") for s in SLOTS)]
+        out.append(table(["day", *SLOTS], [[d.strftime("%a %d %b"), *(_action_cell(by.get((d, s))) for s in SLOTS)]
                                            for d in recent]))
+        out.append("<p>(your label): a label you gave decided it (<code>rhythm label</code>); (learned): a label "
+                   "learned from what your devices recorded (<code>rhythm label --suggested</code>).</p>")
     else:
         out.append(empty("No slot actions yet: run `rhythm map` after importing data."))
     if data.workouts:

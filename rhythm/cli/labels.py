@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
                 print_json(rows)
             elif not rows:
                 console.print("no labels yet: `rhythm label \"TITLE\" ACTION` (learned ones appear after `rhythm map`)",
-                              highlight=False)
+                              highlight=False, soft_wrap=True)
             else:
                 console.print(rows_table(["title or pattern", "action", "origin", "evidence"],
                                          [[escape(r["pattern"]), r["action"], r["origin"], escape(r["evidence"] or "")]
@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
             if json_out:
                 print_json(result)
             else:
-                console.print(f"removed your label for {escape(pattern)!s}; history re-labelled", highlight=False)
+                console.print(f"removed your label for {escape(pattern)!s}; history re-labelled", highlight=False, soft_wrap=True)
             return
         if action is None:
             raise ConfigError(f"rhythm label {pattern!r}: give an action too (one of the ten actions or NONE)")
@@ -60,4 +60,4 @@ def register(app: typer.Typer) -> None:
             return
         verb = "replaced" if result["replaced"] else "stored"
         console.print(f"{verb}: {escape(result['pattern'])} -> {result['action']} (your label); "
-                      f"{result['events_with_your_label']} events carry your labels now", highlight=False)
+                      f"{result['events_with_your_label']} events carry your labels now", highlight=False, soft_wrap=True)

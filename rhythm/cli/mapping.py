@@ -104,6 +104,8 @@ def register(app: typer.Typer) -> None:
                         console.print(f"  {m}: " + ("; ".join(escape(x) for x in lines) or "no signals"),
                                       highlight=False)
                     rule = r["action_evidence"].get("rule", "none")
+                    source = r["action_evidence"].get("source")  # "your label", "learned from your devices"
+                    rule += f", {source}" if source else ""
                     console.print(f"  action: {r['action'] or '-'} (rule: {rule})", highlight=False)
         if plot:
             console.print(f"plot written to {written}" if written else "nothing to plot yet", highlight=False)
