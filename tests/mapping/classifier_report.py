@@ -16,8 +16,8 @@ from pathlib import Path
 from tests.mapping.labelled import (
     COMMUNITY_HELDOUT,
     COMMUNITY_TUNE,
-    GOAL_COMMUNITY,
     DEV_SET,
+    GOAL_COMMUNITY,
     GOAL_OVERALL,
     GOAL_PER_LANGUAGE,
     TEST_LANGUAGES,
