@@ -47,6 +47,11 @@ def register(app: typer.Typer) -> None:
                       f"slots with meters (mean confidence {summary.get('mean_confidence', 0):.2f}), "
                       f"{summary.get('slots_with_action', 0)} with an action, "
                       f"{summary.get('events_classified', 0)} events classified", highlight=False)
+        if summary.get("labels_yours") or summary.get("labels_learned") or summary.get("learned_proposed"):
+            console.print(f"labels: {summary.get('labels_yours', 0)} events by your labels, "
+                          f"{summary.get('labels_learned', 0)} by labels learned from your devices "
+                          f"({summary.get('learned_applied', 0)} applied, {summary.get('learned_proposed', 0)} "
+                          "proposed: `rhythm label --suggested`)", highlight=False, soft_wrap=True)
         if summary.get("actions"):
             console.print(rows_table(["action", "slots"], sorted(summary["actions"].items())))
 
