@@ -73,7 +73,7 @@ def event_series(db: Database) -> list[tuple[str | None, str | None]]:
 
 def event_facts(db: Database) -> list[EventFacts]:
     """Every timed, not cancelled event with the minutes a workout and sleep covered it, the
-    steps during it (each steps sample counted by its share of overlap) and whether a
+    steps during it (each steps sample of the event's local day counted by its share of overlap) and whether a
     wearable recorded anything on its day (the merged layer: one source per window)."""
     rows = db.con.execute(
         """
@@ -96,7 +96,8 @@ def event_facts(db: Database) -> list[EventFacts]:
             SELECT ev.source, ev.calendar_id, ev.event_id,
                    sum(x.value * greatest(0, epoch(least(ev.end_ts, x.end_ts)) - epoch(greatest(ev.start_ts, x.start_ts)))
                        / greatest(1, epoch(x.end_ts) - epoch(x.start_ts))) AS steps
-            FROM ev JOIN samples_merged x ON x.metric = 'steps' AND x.value IS NOT NULL
+            FROM ev JOIN samples_merged x ON x.local_day = ev.local_day  -- a hash join first: years of samples
+                 AND x.metric = 'steps' AND x.value IS NOT NULL
                  AND x.start_ts < ev.end_ts AND x.end_ts > ev.start_ts
                  AND epoch(x.end_ts) - epoch(x.start_ts) < 7200
             GROUP BY ALL
