@@ -33,6 +33,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import closing
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Protocol
@@ -217,10 +218,12 @@ def unit_lines(
                 on_unit(_count_lines(part(i)))
         else:
             todo.append(i)
-    for k, lines in executor.map_units(fn, [units[i] for i in todo]):
-        _write_atomic(part(todo[k]), "".join(line + "\n" for line in lines))
-        if on_unit is not None:
-            on_unit(len(lines))
+    # closing: an interrupted run stops its workers at once (the units written stay)
+    with closing(executor.map_units(fn, [units[i] for i in todo])) as finished:
+        for k, lines in finished:
+            _write_atomic(part(todo[k]), "".join(line + "\n" for line in lines))
+            if on_unit is not None:
+                on_unit(len(lines))
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w") as out:
         for i in range(len(units)):
