@@ -7,10 +7,14 @@ a unit is 3 ``bayes`` weeks), stream people (``rhythm train streams``: a unit is
 generated person, stored, mapped and read back) and simulator evaluation (``rhythm sim eval``:
 a unit is 10 ``bayes`` episodes). Executors: the local pool with 1 worker (in this process) and
 2 worker processes; a private Ray runtime on this machine with 1 and 2 CPUs (one task per
-CPU). The time is the whole ``map_units`` call (worker start and imports included, the Ray
-runtime's own start excluded: a cluster is started once and serves many runs), so it is
-what a run of this size costs; long runs amortise the start. The last column checks that
-every executor returned the same results as the first. Needs the cluster extra
+CPU). Before the timed pass each executor plays one unit per worker of every stage (the
+imports done, Ray's workers started: a cluster is started once and keeps its workers), so
+the figures are the steady rate that long runs see; the local pool starts fresh processes
+on every run (spawn), which a short run on it pays. ``CPU s/unit`` is the CPU time a unit
+took inside its worker (the cost per unit, whatever else runs on the machine), ``busy`` the
+share of the workers' wall time they spent computing (below 100%: waiting for a core other
+processes hold, or for the scheduler); the last column checks that every executor returned
+the same results. Needs the cluster extra
 (``pip install 'rhythm[cluster]'``).
 """
 
@@ -59,21 +63,32 @@ def digest(results: list) -> str:
     return hashlib.sha256(json.dumps([plain(r) for r in results]).encode()).hexdigest()[:12]
 
 
-def run(executor, fn, units) -> tuple[float, str]:
+def timed(job: tuple) -> tuple:
+    """``fn(unit)`` and the CPU seconds it took in its worker."""
+    fn, unit = job
+    t0 = time.process_time()
+    out = fn(unit)
+    return out, time.process_time() - t0
+
+
+def run(executor, fn, units) -> tuple[float, str, float]:
+    """(wall seconds, digest of the results, CPU seconds of the units)."""
     t0 = time.perf_counter()
-    got = dict(executor.map_units(fn, units))
-    return time.perf_counter() - t0, digest([got[i] for i in range(len(units))])
+    got = dict(executor.map_units(timed, [(fn, u) for u in units]))
+    wall = time.perf_counter() - t0
+    results = [got[i][0] for i in range(len(units))]
+    return wall, digest(results), sum(got[i][1] for i in range(len(units)))
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rollout-units", type=int, default=12, help="rollout units (3 weeks each)")
-    p.add_argument("--people", type=int, default=4, help="stream people (one unit each)")
+    p.add_argument("--rollout-units", type=int, default=8, help="rollout units (3 weeks each)")
+    p.add_argument("--people", type=int, default=3, help="stream people (one unit each)")
     p.add_argument("--eval-units", type=int, default=4, help="sim eval units (10 episodes each)")
     args = p.parse_args()
     ray = import_ray()
     work = stages(args)
-    rows: dict[str, dict[str, tuple[float, str]]] = {name: {} for name in work}
+    rows: dict[str, dict[str, tuple[float, str, float]]] = {name: {} for name in work}
     configs = ["local 1", "local 2", "ray 1", "ray 2"]
     for config in configs:
         kind, n = config.split()
@@ -84,24 +99,26 @@ def main() -> None:
             executor = LocalPool(int(n))
         try:
             for name, (fn, units) in work.items():
+                run(executor, fn, units[: int(n)])  # warm: imports done, Ray's workers up
                 rows[name][config] = run(executor, fn, units)
                 print(f"  {config:8s} {name}: {rows[name][config][0]:.1f} s", file=sys.stderr)
         finally:
             if kind == "ray":
                 ray.shutdown()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\nunits per second, {os.cpu_count()} CPUs (load average {load:.1f} at the end; "
-          "other work on the machine lowers the 2-worker figures)")
-    head = f"{'stage':28s} {'units':>5s} " + " ".join(f"{c:>9s}" for c in configs)
-    print(head + f" {'ray 2/1':>8s} {'same':>5s}")
-    print("-" * (len(head) + 15))
+    print(f"\nunits per second (wall), {os.cpu_count()} CPUs; load average {load:.1f} at the end "
+          "(other processes on the machine take their share of the cores)")
+    head = f"{'stage':26s} {'units':>5s} {'CPU s/unit':>10s} " + " ".join(f"{c:>8s}" for c in configs)
+    print(head + f" {'ray 2/1':>8s} {'busy r2':>8s} {'same':>5s}")
+    print("-" * (len(head) + 24))
     for name, (_, units) in work.items():
         r = rows[name]
         rates = {c: len(units) / r[c][0] for c in configs}
+        cpu = r["local 1"][2] / len(units)
+        busy = r["ray 2"][2] / (2 * r["ray 2"][0])
         same = len({r[c][1] for c in configs}) == 1
-        print(f"{name:28s} {len(units):5d} " + " ".join(f"{rates[c]:9.2f}" for c in configs)
-              + f" {rates['ray 2'] / rates['ray 1']:7.2f}x {'yes' if same else 'NO':>5s}")
-
+        print(f"{name:26s} {len(units):5d} {cpu:10.2f} " + " ".join(f"{rates[c]:8.2f}" for c in configs)
+              + f" {rates['ray 2'] / rates['ray 1']:7.2f}x {busy:8.0%} {'yes' if same else 'NO':>5s}")
 
 if __name__ == "__main__":
     main()
