@@ -119,3 +119,38 @@ def test_the_product_and_the_lab_modules_load_without_ray():
     res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize(
+    ("policy", "condition", "world", "calendar"),
+    [("heuristic", "discrete", "nominal", False), ("random", "ood", "effects", False),
+     ("heuristic", "in-dist", "nominal", True)],
+)
+def test_sim_eval_in_units_gives_the_in_process_figures(policy, condition, world, calendar):
+    from agent.lab.eval_units import evaluate_units
+    from simulator.evaluate import evaluate
+
+    seen: list[tuple[int, int]] = []
+    got = evaluate_units(LocalPool(1).map_units, policy, condition, 7, 3, world, calendar,
+                         progress=lambda d, t: seen.append((d, t)), unit_episodes=4)
+    want = evaluate(policy, condition, 7, 3, world=world, calendar=calendar)
+    assert got.to_dict() == want.to_dict()
+    units = -(-want.episodes // 4)
+    assert seen[-1] == (units, units)
+
+
+def test_sim_eval_plays_units_only_for_a_registered_policys_plain_protocol(run_cli):
+    code, _, err = run_cli("sim", "eval", "--policy", "bayes", "--feedback", "--workers", "2")
+    assert code == 2
+    flat = " ".join(err.replace("│", " ").split())  # typer's usage box wraps the line
+    assert "--ray and --workers play a registered policy's plain protocol" in flat
+
+
+@pytest.mark.slow
+def test_sim_eval_on_local_workers_gives_the_in_process_figures(run_cli):
+    argv = ("sim", "eval", "--policy", "bayes", "--condition", "ood", "--episodes", "30", "--json")
+    code, local, err = run_cli(*argv)
+    assert code == 0, err
+    code, pooled, err = run_cli(*argv, "--workers", "2")
+    assert code == 0, err
+    assert json.loads(pooled) == json.loads(local)
