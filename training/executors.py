@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import closing
@@ -110,8 +111,9 @@ class RayExecutor:
     """Units as Ray tasks on the cluster at ``address``: ``auto`` (the cluster this machine
     joined with ``ray start``), ``ray://host:10001`` or ``host:6379``, or ``local`` (a private
     runtime on this machine for ``num_cpus`` CPUs, default all). A runtime already started in
-    this process (``ray.init``) is used as it is. Each task takes one CPU; a task whose worker
-    dies is run again, up to ``max_retries`` times."""
+    this process (``ray.init``) is used as it is; one this executor connects stays up for the
+    process (warm workers for the next run; Ray disconnects at exit). Each task takes one CPU;
+    a task whose worker dies is run again, up to ``max_retries`` times."""
 
     def __init__(self, address: str = "auto", max_retries: int = MAX_RETRIES,
                  num_cpus: int | None = None):
@@ -120,31 +122,34 @@ class RayExecutor:
         self.num_cpus = num_cpus
         self.slots = 1
 
-    def _connect(self) -> bool:
-        """Connect (or start a local runtime); True when this call started it."""
+    def connect(self) -> None:
+        """Connect (or start the local runtime) unless this process already is; a
+        :class:`ClusterError` line when the cluster cannot be reached."""
         ray = import_ray()
         if ray.is_initialized():
             self.slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
-            return False
+            return
         kw: dict[str, Any] = {"include_dashboard": False, "logging_level": "WARNING",
                               "log_to_driver": True}
         if self.address == "local":
             kw["num_cpus"] = self.num_cpus
         else:
+            _check_reachable(self.address)
             kw["address"] = self.address
         try:
             ray.init(**kw)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            if self.address == "auto" and "Could not find any running Ray instance" in first:
+                first = "no Ray cluster on this machine (start one with `ray start --head`, or give its address)"
             raise ClusterError(f"Ray cluster {self.address!r}: {first}") from None
         self.slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        return True
 
     def map_units(
         self, fn: Callable[[Any], Any], units: Sequence[Any], progress: UnitProgress | None = None
     ) -> Iterator[tuple[int, Any]]:
         ray = import_ray()
-        started = self._connect()
+        self.connect()
         refs: dict[Any, int] = {}
         pending: list[Any] = []
         try:
@@ -173,16 +178,34 @@ class RayExecutor:
                     ray.cancel(ref, force=True)
                 except Exception:  # noqa: BLE001 - a task that just finished cannot be cancelled
                     pass
-            if started:
-                ray.shutdown()
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A ``host:port`` (or ``ray://host:port``) that does not answer: one line at once, not
+    Ray's minutes of retries."""
+    if address == "auto":
+        return
+    hostport = address.split("://", 1)[-1]
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ClusterError(f"Ray cluster {address!r}: expected auto, local, HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ClusterError(
+            f"Ray cluster {address!r}: nothing answers at {host}:{port} ({exc.strerror or exc}); "
+            "is the head started (`ray start --head`)?"
+        ) from None
 
 
 def executor_for(ray: str | None, workers: int = 1) -> Executor:
     """The Ray executor for ``ray`` (an address, ``auto`` or ``local``), else the local pool
-    of ``workers`` processes. Checks that Ray is installed before any work starts."""
+    of ``workers`` processes. Connects to the cluster before any work starts (a missing Ray
+    or an unreachable cluster: one line, nothing written)."""
     if ray:
-        import_ray()
-        return RayExecutor(ray)
+        executor = RayExecutor(ray)
+        executor.connect()
+        return executor
     return LocalPool(workers)
 
 

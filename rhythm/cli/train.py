@@ -103,6 +103,10 @@ def rollouts_cmd(
 ) -> None:
     """Stage 1: teacher rollouts as versioned JSONL. Run again after an interruption, it
     continues from the units already written."""
+    if ray:  # Ray missing or the cluster unreachable: one line before the progress bar
+        from training.executors import executor_for
+
+        executor_for(ray)
     _run("rollouts", sets, json_out, out=out, episodes=episodes, teacher=teacher, ray=ray)
 
 

@@ -154,3 +154,17 @@ def test_sim_eval_on_local_workers_gives_the_in_process_figures(run_cli):
     code, pooled, err = run_cli(*argv, "--workers", "2")
     assert code == 0, err
     assert json.loads(pooled) == json.loads(local)
+
+
+def test_a_cluster_address_nobody_answers_is_one_line_at_once(run_cli, tmp_path):
+    pytest.importorskip("ray")
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, _, err = run_cli("train", "rollouts", "--out", tmp_path / "r", "--episodes", "2",
+                           "--ray", f"127.0.0.1:{port}")
+    assert code == 1
+    assert err.startswith(f"error: Ray cluster '127.0.0.1:{port}': nothing answers at 127.0.0.1:{port}")
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
