@@ -90,7 +90,7 @@ def eval_cmd(
         metavar="ADDRESS",
         help="Play the episodes as units on a Ray cluster: its address, auto (the cluster this "
         "machine joined with `ray start`) or local (a private runtime here); same figures. "
-        "Needs pip install 'rhythm[cluster]'.",
+        "Needs pip install 'rhythm\\[cluster]'.",
     ),
     workers: int = typer.Option(
         1, "--workers", min=1, help="Play the episodes as units in this many local processes."

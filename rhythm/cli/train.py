@@ -86,7 +86,7 @@ _RAY = typer.Option(
     "--ray",
     metavar="ADDRESS",
     help="Run the units on a Ray cluster: its address, auto (the cluster this machine joined "
-    "with `ray start`) or local (a private runtime here). Needs pip install 'rhythm[cluster]'.",
+    "with `ray start`) or local (a private runtime here). Needs pip install 'rhythm\\[cluster]'.",
 )
 
 
