@@ -1,6 +1,7 @@
 # Two commands on a fresh machine: `make demo` and `make test`. Both create .venv themselves.
 # `make test` is the fast loop (no ml extra, no llama.cpp build; tests marked slow or ml
-# deselected); `make test-all` installs the ml extra and runs every test (what .ci/run runs).
+# deselected); `make test-all` installs the ml and cluster (Ray) extras and runs every test
+# (what .ci/run runs).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -23,7 +24,7 @@ $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.base-installed
 
 $(VENV)/.ml-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,ml]'
+	$(BIN)/pip install --quiet -e '.[test,ml,cluster]'
 	touch $@ $(VENV)/.test-installed $(VENV)/.base-installed
 
 demo: $(VENV)/.base-installed

@@ -26,11 +26,9 @@ import json
 import tempfile
 import time as _time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from datetime import time as clock
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -351,32 +349,33 @@ def _job(seed: int) -> list[str]:
 
 
 def write_streams(out: Path, people: int, seed_start: int, workers: int = 1,
-                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+                  progress: Callable[[int, int], None] | None = None,
+                  executor: Any = None) -> dict[str, Any]:
     """Generate ``people`` people (seeds ``seed_start`` on), write their weeks to
-    ``out/rollouts.jsonl`` (in seed order: the file is the same for any ``workers``)."""
+    ``out/rollouts.jsonl`` (in seed order: the file is the same for any ``workers``, or on a
+    Ray cluster: ``executor``, see training/executors.py; one person is one unit, and a run
+    stopped half-way continues from the people it wrote)."""
+    from training.executors import LocalPool, unit_lines
+
     out.mkdir(parents=True, exist_ok=True)
     t0 = _time.time()
     seeds = list(range(int(seed_start), int(seed_start) + int(people)))
-    weeks = decisions = 0
+    weeks = decisions = finished = 0
     hist: dict[int, int] = {}
-    pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn")) if workers > 1 else None
-    try:
-        results = pool.map(_job, seeds) if pool is not None else map(_job, seeds)
-        with (out / "rollouts.jsonl").open("w") as f:
-            for n, lines in enumerate(results, 1):
-                for line in lines:
-                    f.write(line + "\n")
-                    rec = json.loads(line)
-                    weeks += 1
-                    for a in rec["answers"]:
-                        if a is not None:
-                            decisions += 1
-                            hist[a["action"]] = hist.get(a["action"], 0) + 1
-                if progress:
-                    progress(n, len(seeds))
-    finally:
-        if pool is not None:
-            pool.shutdown()
+
+    def person_done(_lines: int) -> None:
+        nonlocal finished
+        finished += 1
+        if progress:
+            progress(finished, len(seeds))
+
+    for line in unit_lines(out / "rollouts.jsonl", _job, seeds, executor or LocalPool(workers), person_done):
+        rec = json.loads(line)
+        weeks += 1
+        for a in rec["answers"]:
+            if a is not None:
+                decisions += 1
+                hist[a["action"]] = hist.get(a["action"], 0) + 1
     summary = {
         "people": len(seeds), "seed_start": int(seed_start), "weeks": weeks, "decisions": decisions,
         "teacher_actions": {ACTIONS[a]: c for a, c in sorted(hist.items())},

@@ -187,6 +187,23 @@ def rollout(
     """Per-episode grade arrays of a policy (name or instance) under a protocol condition."""
     pol = get_policy(policy) if isinstance(policy, str) else policy
     seeds, profiles, env_condition = episode_plan(condition, episodes, seed_offset)
+    return play(pol, seeds, env_condition, profiles, engine, progress, world, calendar)
+
+
+def play(
+    pol: Policy,
+    seeds: Sequence[int],
+    env_condition: str,
+    profiles: Sequence[str] | None = None,
+    engine: str = "auto",
+    progress: Progress | None = None,
+    world: str | None = None,
+    calendar: bool = False,
+) -> dict[str, np.ndarray]:
+    """Per-episode grade arrays of ``pol`` on the episodes ``seeds`` (and ``profiles``) of an
+    env condition (:func:`episode_plan`), on the engine :func:`rollout` picks. Episodes are
+    independent: any split of the seeds, played part by part and concatenated, gives the same
+    arrays (how ``rhythm sim eval --ray`` cuts the protocol into units)."""
     if engine not in ("auto", "batch", "env"):
         raise ValueError(f"engine must be auto, batch or env, got {engine!r}")
     if worlds.parse_world(world):

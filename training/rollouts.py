@@ -10,6 +10,11 @@ protocol's (0-99, 10000-10049). ``--shaped`` writes weeks shaped like the produc
 
     python -m training.rollouts --out runs/manual/rollouts --episodes 2000 --workers 2
     python -m training.rollouts --shaped --product-share 0.6 --out runs/v4/rollouts --episodes 4000
+    python -m training.rollouts --ray auto --out runs/big/rollouts --episodes 20000
+
+The weeks are cut into units (chunks of seeds) that run on the local process pool or, with
+``--ray``, as tasks on a Ray cluster (training/executors.py); the file is the same either
+way, and a run stopped half-way continues from the units it wrote when run again.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from training.common import (
     prepare_output,
     seed_everything,
 )
+from training.executors import executor_for
 from training.weeks import (
     FORMAT,
     SHAPED_FORMAT,
@@ -40,6 +46,9 @@ from training.weeks import (
     teacher_policy,
     write_weeks,
 )
+
+#: Weeks per unit on a Ray cluster (a feedback-mode week costs about 5 s, a clean one less).
+RAY_CHUNK = 10
 
 
 @dataclass
@@ -80,6 +89,11 @@ class Args:
         0.0, "share of weeks that start with one meter near empty, progress half the time (--shaped)"
     )
     workers: int = help_field(2, "worker processes")
+    ray: str = help_field(
+        "",
+        "run the units on a Ray cluster instead of local processes: its address, 'auto' (the "
+        "cluster this machine joined) or 'local' (a private runtime here); needs rhythm[cluster]",
+    )
     seed: int = help_field(0, "global seed (the episodes are seeded by their own seeds)")
 
 
@@ -156,10 +170,14 @@ def _worker(job: tuple[list[int], str, str, str]) -> list[str]:
 
 def main(args: Args, progress: Progress = no_progress) -> Path:
     seed_everything(args.seed)
+    executor = executor_for(args.ray, args.workers)  # Ray missing: one line, nothing written
     out = prepare_output(args.out, "rollouts", args)
     path = out / "rollouts.jsonl"
     seeds = list(range(args.seed_start, args.seed_start + args.episodes))
-    chunk = max(1, min(50, len(seeds) // max(1, args.workers * 4) or 1))
+    # a unit is a chunk of seeds; on Ray small ones (RAY_CHUNK weeks), so a lost worker
+    # costs little and the units do not depend on the cluster's size (a resumed run finds
+    # the same units); the file is the same for any chunking
+    chunk = RAY_CHUNK if args.ray else max(1, min(50, len(seeds) // max(1, args.workers * 4) or 1))
     if not args.shaped and (args.feedback_share > 0 or args.world_share > 0 or args.depleted_share > 0):
         raise ValueError("--feedback-share, --world-share and --depleted-share are shares of --shaped weeks")
     if args.shaped:
@@ -183,7 +201,8 @@ def main(args: Args, progress: Progress = no_progress) -> Path:
         ]
     t0 = time.time()
     done, scores, maes = write_weeks(
-        path, worker, jobs, args.workers, "grade", lambda n: progress("rollouts", n, len(seeds))
+        path, worker, jobs, args.workers, "grade", lambda n: progress("rollouts", n, len(seeds)),
+        executor,
     )
     summary = {
         "episodes": done,

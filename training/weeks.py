@@ -1,7 +1,7 @@
 """Simulator weeks as the stages keep them: the rollout record format, one observation as a
 record stores it (and a shaped week's view observation, there and back), the policy and the
-person that play, and JSONL files of weeks (written in worker processes, read back with a
-format check).
+person that play, and JSONL files of weeks (written by units on a local process pool or a
+Ray cluster, resumably: training/executors.py; read back with a format check).
 
 Every line of a weeks file is one episode (format ``rhythm-rollouts/1``). Written by
 training/rollouts.py (teacher weeks) and training/dagger.py (student weeks the teacher
@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from training.executors import Executor
 
 FORMAT = "rhythm-rollouts/1"
 #: Weeks shaped like the product's (training/realshape.py): the prompt's view of every
@@ -115,29 +116,27 @@ def write_weeks(
     workers: int,
     grade_key: str,
     progress: Callable[[int], None],
+    executor: Executor | None = None,
 ) -> tuple[int, list[float], list[float]]:
-    """Run ``worker`` over ``jobs`` (in ``workers`` processes, results in job order, so the
-    file is deterministic), write its JSONL lines to ``path``; returns ``(weeks, final
-    scores, belief_maes)`` read from each record's ``grade_key``."""
+    """Run ``worker`` over ``jobs`` on ``executor`` (default: the local pool of ``workers``
+    processes) and write its JSONL lines to ``path`` in job order, so the file is the same
+    wherever the jobs ran; resumable (training.executors.unit_lines). ``progress(weeks
+    done)``; returns ``(weeks, final scores, belief_maes)`` read from each record's
+    ``grade_key``."""
+    from training.executors import LocalPool, unit_lines
+
     done, scores, maes = 0, [], []
-    with path.open("w") as f:
-        # spawn: a fresh interpreter per worker (the parent may hold torch or llama.cpp state)
-        ctx = get_context("spawn")
-        pool = ProcessPoolExecutor(workers, mp_context=ctx) if workers > 1 else None
-        results = pool.map(worker, jobs) if pool is not None else map(worker, jobs)
-        try:
-            for lines in results:
-                for line in lines:
-                    f.write(line + "\n")
-                    g = json.loads(line)[grade_key]
-                    scores.append(g["final_score"])
-                    if g["belief_mae"] is not None:
-                        maes.append(g["belief_mae"])
-                done += len(lines)
-                progress(done)
-        finally:
-            if pool is not None:
-                pool.shutdown()
+
+    def finished(n: int) -> None:
+        nonlocal done
+        done += n
+        progress(done)
+
+    for line in unit_lines(path, worker, jobs, executor or LocalPool(workers), finished):
+        g = json.loads(line)[grade_key]
+        scores.append(g["final_score"])
+        if g["belief_mae"] is not None:
+            maes.append(g["belief_mae"])
     return done, scores, maes
 
 

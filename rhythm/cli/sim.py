@@ -84,6 +84,17 @@ def eval_cmd(
     read_calendar: bool = typer.Option(
         False, "--read-calendar", help="With --calendar: show the student the fixed slots as cal lines."
     ),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        metavar="ADDRESS",
+        help="Play the episodes as units on a Ray cluster: its address, auto (the cluster this "
+        "machine joined with `ray start`) or local (a private runtime here); same figures. "
+        "Needs pip install 'rhythm\\[cluster]'.",
+    ),
+    workers: int = typer.Option(
+        1, "--workers", min=1, help="Play the episodes as units in this many local processes."
+    ),
 ) -> None:
     """Evaluate a policy: final_score mean with 95% interval, grader components, belief_mae, crashes.
 
@@ -91,7 +102,9 @@ def eval_cmd(
     and the structureless reference's. `--policy student` is the bundled simulator student
     (format v1), `student-real` the bundled product-shaped one (v4), `student:PATH.gguf`
     another one (llama-cpp-python). With --calendar, in
-    calendar weeks (simulator.calendar), also the steps a commitment overrode."""
+    calendar weeks (simulator.calendar), also the steps a commitment overrode. With --ray
+    (or --workers), a registered policy's episodes are played in units of 25 on a Ray
+    cluster (or local processes); the figures are the same."""
     from simulator import spec, worlds
     from simulator.evaluate import evaluate
     from simulator.feedback import OBSERVE_CONDITIONS
@@ -123,6 +136,13 @@ def eval_cmd(
         raise typer.BadParameter(
             f"expected one of {', '.join(OBSERVE_CONDITIONS)}", param_hint="--observe"
         )
+    distributed = ray is not None or workers > 1
+    if distributed and (student is not None or feedback or observe != "clean"):
+        raise typer.BadParameter(
+            "--ray and --workers play a registered policy's plain protocol: not a student, "
+            "--feedback or --observe",
+            param_hint="--ray" if ray is not None else "--workers",
+        )
     # a student in a misspecified world plays the plain protocol there, like a policy
     plain = world != worlds.NOMINAL or calendar
     if not plain and (student is not None or feedback or observe != "clean"):
@@ -153,7 +173,8 @@ def eval_cmd(
         console.print(_detail_table(policy, results, fresults))
         return
     if world == ALL_WORLDS:
-        _eval_all_worlds(policy, conditions, episodes, seed_offset, json_out)
+        _eval_all_worlds(policy, conditions, episodes, seed_offset, json_out,
+                         _units(ray, workers) if distributed else None)
         return
     try:
         worlds.parse_world(world)
@@ -161,18 +182,22 @@ def eval_cmd(
         raise typer.BadParameter(str(e), param_hint="--world") from None
     name = f"{policy} (calendar lines)" if read_calendar else policy
     target = _make_policy(policy, student, read_calendar) if student is not None else policy
-    results = {
-        c: evaluate(
-            target,
-            c,
-            episodes=episodes,
-            seed_offset=seed_offset,
-            world=world,
-            calendar=calendar,
-            name=name,
-        )
-        for c in conditions
-    }
+    if distributed:
+        run = _units(ray, workers)
+        results = {c: run(policy, c, episodes, seed_offset, world, calendar) for c in conditions}
+    else:
+        results = {
+            c: evaluate(
+                target,
+                c,
+                episodes=episodes,
+                seed_offset=seed_offset,
+                world=world,
+                calendar=calendar,
+                name=name,
+            )
+            for c in conditions
+        }
     nominal = world == worlds.NOMINAL
     # The published figures are for the spec's world, in plain weeks, only.
     published = condition == "all" and nominal and not calendar
@@ -228,17 +253,46 @@ def _print_results(
     console.print(_detail_table(policy, results, world=world, calendar=calendar))
 
 
+def _units(ray: str | None, workers: int):
+    """``run(policy, condition, episodes, seed_offset, world, calendar)``: one condition
+    evaluated in units on Ray or local processes (agent.lab.eval_units), with a progress bar."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from agent.lab.eval_units import evaluate_units
+    from rhythm.cli._common import err_console
+    from training.executors import executor_for
+
+    executor = executor_for(ray, workers)
+
+    def run(policy: str, condition: str, episodes, seed_offset: int, world: str, calendar: bool):
+        columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn()]
+        with Progress(*columns, console=err_console, transient=True) as bar:
+            task = bar.add_task(f"{policy} {condition} {world} (units)", total=None)
+            return evaluate_units(
+                executor.map_units, policy, condition, episodes, seed_offset, world, calendar,
+                progress=lambda n, total: bar.update(task, completed=n, total=total),
+            )
+
+    return run
+
+
 def _eval_all_worlds(
-    policy: str, conditions: list[str], episodes: int | None, seed_offset: int, json_out: bool
+    policy: str, conditions: list[str], episodes: int | None, seed_offset: int, json_out: bool,
+    run=None,
 ) -> None:
     if len(conditions) != 1:
         raise typer.BadParameter(
             "--world all-worlds takes one condition (in-dist, ood or discrete)",
             param_hint="--condition",
         )
+    from simulator import worlds
     from simulator.evaluate import evaluate_worlds
 
-    results = evaluate_worlds(policy, conditions[0], episodes=episodes, seed_offset=seed_offset)
+    if run is not None:  # the same seeds in every world, each world's episodes in units
+        results = {w: run(policy, conditions[0], episodes, seed_offset, w, False) for w in worlds.WORLDS}
+    else:
+        results = evaluate_worlds(policy, conditions[0], episodes=episodes, seed_offset=seed_offset)
     if json_out:
         console.print_json(
             data={

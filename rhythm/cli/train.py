@@ -81,6 +81,13 @@ def _run(module: str, sets: list[str], json_out: bool, **fixed: Any) -> Any:
 
 _SET = typer.Option([], "--set", "-s", help=SET_HELP)
 _JSON = typer.Option(False, "--json", help="Print the stage's result as JSON.")
+_RAY = typer.Option(
+    None,
+    "--ray",
+    metavar="ADDRESS",
+    help="Run the units on a Ray cluster: its address, auto (the cluster this machine joined "
+    "with `ray start`) or local (a private runtime here). Needs pip install 'rhythm\\[cluster]'.",
+)
 
 
 @app.command("rollouts")
@@ -90,11 +97,17 @@ def rollouts_cmd(
     teacher: str = typer.Option(
         None, "--teacher", help="Registered policy playing (default bayes)."
     ),
+    ray: str = _RAY,
     sets: list[str] = _SET,
     json_out: bool = _JSON,
 ) -> None:
-    """Stage 1: teacher rollouts as versioned JSONL."""
-    _run("rollouts", sets, json_out, out=out, episodes=episodes, teacher=teacher)
+    """Stage 1: teacher rollouts as versioned JSONL. Run again after an interruption, it
+    continues from the units already written."""
+    if ray:  # Ray missing or the cluster unreachable: one line before the progress bar
+        from training.executors import executor_for
+
+        executor_for(ray)
+    _run("rollouts", sets, json_out, out=out, episodes=episodes, teacher=teacher, ray=ray)
 
 
 @app.command("streams")
@@ -103,19 +116,24 @@ def streams_cmd(
     people: int = typer.Option(200, "--people", min=1, help="Generated people (about 3-4 weeks each)."),
     seed_start: int = typer.Option(1_000_000, "--seed-start", min=0, help="First person's seed."),
     workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
+    ray: str = _RAY,
     json_out: bool = _JSON,
 ) -> None:
     """Stage 1b: real-shaped weeks through the product's own path (generated people's wearable
     and calendar records, stored, mapped and read back as `rhythm recommend` reads them),
     labelled by the Bayesian teacher. Feed the JSONL to `dataset --rollouts` beside the
-    simulated weeks (docs/training.md)."""
+    simulated weeks (docs/training.md). Run again after an interruption, it continues from
+    the people already written."""
     from pathlib import Path
 
     from lab.streams import write_streams
+    from training.executors import executor_for
 
+    executor = executor_for(ray, workers)
     with _progress() as update:
         summary = write_streams(Path(out), people, seed_start, workers,
-                                progress=lambda n, total: update("streams", n, total))
+                                progress=lambda n, total: update("streams", n, total),
+                                executor=executor)
     if json_out:
         print_json(summary)
     else:
