@@ -73,7 +73,7 @@ def load_day(db: Database, settings: Settings, day: date | None = None, now: dat
     ]
     if not records:
         raise RhythmError(f"no slots to plan for {day}")
-    feedback = plans.answers(db)
+    feedback = plans.answers(db, implicit=bool(settings.implicit_answers))
     # the person's own dynamics from the days before (docs/agent.md section 8)
     dynamics = personal_dynamics(db, day)
     current, cur_info = records[-1]

@@ -209,6 +209,10 @@ def map_data(settings: Settings, since: date | None = None, now: datetime | None
     tz = user_zone(settings)
     with unit_of_work(settings, "map", None, since.isoformat() if since else "all") as run:
         run.summary = rebuild(run.db, since, tz=tz, today=local_today(settings, now))
+        if settings.implicit_answers:  # answers without typing (issue 38; docs/answers.md)
+            from rhythm.implicit import judge_stored
+
+            run.summary["answers"] = judge_stored(run.db, tz=tz, today=local_today(settings, now), now=now)
     return run.summary
 
 
@@ -267,6 +271,11 @@ def push_google(
         blocks = [b for d in wanted for b in plan_export.calendar_blocks(stored.get(d, []), tz, busy)]
         result = google_write.push(writer, cid, wanted, blocks, planned_at=plan_export.planned_at(stored),
                                    zone=tz, clear=clear)
+        from storage.implicit import record_pushed  # read back by the next sync (issue 38)
+
+        record_pushed(run.db, cid, [{"key": b.key, "recommendation_id": b.recommendation_id,
+                                     "event_id": result.events.get(b.key), "start": b.start, "end": b.end}
+                                    for b in blocks], result.deleted, datetime.now(UTC))
         run.summary = {**result.to_dict(), "planned": [d.isoformat() for d in planned_now], "busy": busy,
                        "clear": clear}
     return run.summary

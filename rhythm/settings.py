@@ -78,6 +78,7 @@ class Settings:
     # Agent
     model_path: Path | None = None  # a local GGUF; default: the bundled student, else Bayesian
     agent_backend: str = "auto"  # auto | bayes | llm
+    implicit_answers: bool = True  # read answers from what the data shows happened (docs/answers.md)
 
     token_backend: str = "file"  # file (0600 JSON in RHYTHM_HOME/tokens) | keyring | auto
 

@@ -63,17 +63,35 @@ def json_value(value: Any, empty: Any) -> Any:
     return value
 
 
-def answers(db: Database) -> list[dict[str, Any]]:
-    """Every answer with its recommendation, oldest first."""
+def answers(db: Database, implicit: bool = True) -> list[dict[str, Any]]:
+    """Every answer with its recommendation, oldest first: the person's explicit answers
+    (``source`` 'explicit', confidence 1), and with ``implicit`` what the data said
+    (``answers_implicit``: source 'implicit' or 'calendar', with its confidence and evidence)
+    for the recommendations the person did not answer: an explicit answer always wins."""
     cur = db.con.execute(
         "SELECT r.id, r.action, f.response, r.local_day, r.slot, f.\"at\", r.meters_before FROM feedback f "
         "JOIN recommendations r ON r.id = f.recommendation_id ORDER BY f.\"at\", r.id"
     )
-    return [
+    out = [
         {"id": i, "action": a, "response": resp, "local_day": d, "slot": s, "at": at,
-         "meters_before": json.loads(m) if isinstance(m, str) else m}
+         "meters_before": json.loads(m) if isinstance(m, str) else m, "source": "explicit", "confidence": 1.0,
+         "evidence": []}
         for i, a, resp, d, s, at, m in cur.fetchall()
     ]
+    if implicit and "answers_implicit" in db.tables():
+        cur = db.con.execute(
+            "SELECT r.id, r.action, j.response, r.local_day, r.slot, j.\"at\", r.meters_before, j.source, "
+            "j.confidence, j.evidence FROM answers_implicit j JOIN recommendations r ON r.id = j.recommendation_id "
+            "WHERE j.recommendation_id NOT IN (SELECT recommendation_id FROM feedback) ORDER BY r.start_ts, r.id"
+        )
+        out += [
+            {"id": i, "action": a, "response": resp, "local_day": d, "slot": s, "at": at,
+             "meters_before": json.loads(m) if isinstance(m, str) else m, "source": src, "confidence": float(c),
+             "evidence": json_value(ev, [])}
+            for i, a, resp, d, s, at, m, src, c, ev in cur.fetchall()
+        ]
+        out.sort(key=lambda r: (r["at"], r["id"]))
+    return out
 
 
 def latest_plan(db: Database, day: date) -> list[dict[str, Any]]:

@@ -1,0 +1,72 @@
+"""Answers without typing: stored rows through the judge (mapping/judge.py, pure) into
+``answers_implicit`` (storage/implicit.py). Runs inside ``rhythm map`` (and so after every
+sync or import that maps) unless the setting ``implicit_answers`` is off."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from typing import Any
+
+from mapping.judge import Block, Pushed, Seen, Span, judge
+from storage import implicit as stored
+from storage.db import Database
+
+JUDGE_DAYS = 30  # blocks of the last month are judged again on every map (late data counts)
+
+
+def _aware(t: datetime) -> datetime:
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def seen_for(db: Database, blocks: list[Block]) -> Seen:
+    """What the judge needs around ``blocks``, from the database."""
+    lo = min(b.start for b in blocks) - timedelta(days=stored_days())
+    hi = max(b.end for b in blocks) + timedelta(hours=12)
+    rows = stored.seen_rows(db, lo, hi)
+    mine = [r for r in rows["events"] if not stored.is_rhythm_event(r[3])]
+    rhythm = {str(r[3]): Span(_aware(r[0]), _aware(r[1]), r[2]) for r in rows["events"]
+              if stored.is_rhythm_event(r[3]) and r[4] == "google"}
+    pushed = {int(p["recommendation_id"]): Pushed(int(p["recommendation_id"]), p["event_id"], _aware(p["start_ts"]),
+                                                  _aware(p["end_ts"]), _aware(p["pushed_at"]))
+              for p in stored.pushed(db)}
+    synced = stored.calendar_synced_at(db)
+    if not any(p.event_id in rhythm for p in pushed.values()):
+        # none of Rhythm's pushed events has come back: the calendar written to is not the
+        # one synced (or not synced yet), so a missing event says nothing
+        synced = None
+    until = stored.data_until(db)
+    return Seen(
+        workouts=[Span(_aware(s), _aware(e), sport, source=src) for s, e, sport, src in rows["workouts"]],
+        sleeps=[Span(_aware(s), _aware(e), "nap" if nap else "main", source=src) for s, e, nap, src in rows["sleeps"]],
+        events=[Span(_aware(r[0]), _aware(r[1]), r[2]) for r in mine],
+        steps=[Span(_aware(s), _aware(e), value=v) for s, e, v in rows["steps"]],
+        tasks=[Span(_aware(t), _aware(t)) for (t,) in rows["tasks"]],
+        data_until=_aware(until) if until else None,
+        pushed=pushed,
+        rhythm_events=rhythm,
+        calendar_synced_at=_aware(synced) if synced else None,
+    )
+
+
+def stored_days() -> int:
+    from mapping.judge import DEVICE_WORKOUTS_DAYS
+
+    return DEVICE_WORKOUTS_DAYS + 1
+
+
+def judge_stored(db: Database, *, tz: tzinfo, today: date, now: datetime | None = None) -> dict[str, Any]:
+    """Judge the blocks of the last ``JUDGE_DAYS`` days whose time has passed and replace
+    their implicit answers (inside the caller's transaction). Returns a summary."""
+    now = now or datetime.now(UTC)
+    rows = stored.blocks_to_judge(db, today - timedelta(days=JUDGE_DAYS), today)
+    blocks = [Block(int(r["id"]), r["action"], r["kind"], _aware(r["start_ts"]), _aware(r["end_ts"])) for r in rows]
+    blocks = [b for b in blocks if b.end <= now]
+    if not blocks:
+        return {"judged": 0, "accepted": 0, "ignored": 0, "unknown": 0}
+    found = judge(blocks, seen_for(db, blocks), now, tz)
+    with db.transaction():
+        stored.replace_judgements(db, [b.id for b in blocks], [
+            {"recommendation_id": j.recommendation_id, "response": j.response, "source": j.source,
+             "evidence": j.evidence, "confidence": j.confidence, "moved": j.moved} for j in found], at=now)
+    acc = sum(1 for j in found if j.response == "accept")
+    return {"judged": len(found), "accepted": acc, "ignored": len(found) - acc, "unknown": len(blocks) - len(found)}
