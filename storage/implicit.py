@@ -11,6 +11,7 @@ from typing import Any
 from common.rhythm_blocks import GOOGLE_ID_PREFIX, RHYTHM_UID_SUFFIX
 from storage.db import Database
 
+
 def blocks_to_judge(db: Database, lo: date, hi: date) -> list[dict[str, Any]]:
     """The latest recommendation of each (day, slot) of [lo, hi] that has times."""
     cur = db.con.execute(
