@@ -57,6 +57,7 @@ class Answer:
     slot: int | None
     step: int | None = None
     meters: tuple[float, ...] | None = None
+    weight: float = 1.0  # how much the answer counts: 1 typed; an implicit one its confidence (tempered)
 
 
 @dataclass

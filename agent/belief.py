@@ -360,28 +360,29 @@ class BeliefState:
         self._is = None
 
     # -- answers (feedback.md) ----------------------------------------------------------------
-    def observe_answer(self, meters, slot: int, action: int, accepted: bool) -> None:
+    def observe_answer(self, meters, slot: int, action: int, accepted: bool, weight: float = 1.0) -> None:
         """Absorb one real answer: the person accepted (True) or ignored (False) the
         recommendation ``action`` (id 0..9) for slot ``slot`` (0..3), when the slot's meters
         were ``meters`` (5 floats, order V C P S N, NaN where unknown: replaced by
-        :data:`agent.answers.TYPICAL_METERS`). The likelihood is the spec's answer model."""
+        :data:`agent.answers.TYPICAL_METERS`). The likelihood is the spec's answer model,
+        tempered by ``weight`` (0..1: log-likelihood x weight; an implicit answer's confidence)."""
         a, s = int(action), int(slot)
         if not 0 <= a < spec.N_ACTIONS:
             raise ValueError(f"action {action!r} out of range 0..{spec.N_ACTIONS - 1}")
         if not 0 <= s < spec.SLOTS_PER_DAY:
             raise ValueError(f"slot {slot!r} out of range 0..{spec.SLOTS_PER_DAY - 1}")
         m = tuple(float(x) for x in fill_meters(meters))
-        self._answers.append(Answer(a, bool(accepted), s, None, m))
+        self._answers.append(Answer(a, bool(accepted), s, None, m, min(1.0, max(0.0, float(weight)))))
         self._is = None
 
-    def observe_feedback(self, action: int, accepted: bool) -> None:
+    def observe_feedback(self, action: int, accepted: bool, weight: float = 1.0) -> None:
         """An answer whose slot and meters are not known (kept for callers that have only
         the action): :meth:`observe_answer` with the probability averaged over the four
         slots, at the typical meters. Prefer :meth:`observe_answer`."""
         a = int(action)
         if not 0 <= a < spec.N_ACTIONS:
             raise ValueError(f"action {action!r} out of range 0..{spec.N_ACTIONS - 1}")
-        self._answers.append(Answer(a, bool(accepted), None, None, None))
+        self._answers.append(Answer(a, bool(accepted), None, None, None, min(1.0, max(0.0, float(weight)))))
         self._is = None
 
     @property
@@ -416,7 +417,7 @@ class BeliefState:
             if ans.step is not None:
                 seen = self._track[ans.step].meters if ans.step < len(self._track) else None
                 m = tuple(float(x) for x in fill_meters(seen))
-                ans = Answer(ans.action, ans.accepted, ans.slot, None, m)
+                ans = Answer(ans.action, ans.accepted, ans.slot, None, m, ans.weight)
             frozen.append(ans)
         self._answers = frozen
         self._track = []
@@ -476,7 +477,8 @@ class BeliefState:
                 base["resume"] = resume
         for ans in self._answers[len(base["ll"]) :]:
             st = base["states"][ans.step] if ans.step is not None else fill_meters(ans.meters)
-            base["ll"].append(answer_log_likelihood(compact, st, ans.slot, ans.action, ans.accepted))
+            ll = answer_log_likelihood(compact, st, ans.slot, ans.action, ans.accepted)
+            base["ll"].append(ll if ans.weight == 1.0 else ll * ans.weight)
         logw = base["logw0"] + (np.sum(base["ll"], axis=0) if base["ll"] else 0.0)
         wts = np.exp(logw - logw.max())
         wts /= wts.sum()

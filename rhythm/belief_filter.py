@@ -53,13 +53,15 @@ def observe_answer(belief: Any, fb: dict[str, Any]) -> None:
     if fb["action"] not in ACTIONS:
         return
     a, accepted = ACTIONS.index(fb["action"]), fb["response"] == "accept"
+    # an answer read from the data counts by its confidence (tempered likelihood); typed: 1
+    w = float(fb.get("confidence", 1.0)) if fb.get("source", "explicit") != "explicit" else 1.0
     m = fb.get("meters_before")
     if isinstance(m, list) and len(m) == len(METERS) and fb["slot"] in SLOTS:
         # the answer model (feedback.md): p(accept | who they are, the meters then, slot, action)
         belief.observe_answer([np.nan if v is None else float(v) for v in m], SLOTS.index(fb["slot"]), a,
-                              accepted)
+                              accepted, weight=w)
     else:  # an answer to a recommendation stored before its meters were kept
-        belief.observe_feedback(a, accepted)
+        belief.observe_feedback(a, accepted, weight=w)
 
 
 def run_filter(records: Records, feedback: list[dict[str, Any]], week_start: date | None = None) -> FilterPass:

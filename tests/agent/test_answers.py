@@ -258,3 +258,18 @@ def test_many_answers_grow_the_samples_when_asked():
     assert fixed.importance_samples()["ess"] < 100
     assert grows.importance_samples()["ess"] >= 100
     assert len(grows.importance_samples()["weights"]) > len(fixed.importance_samples()["weights"])
+
+
+def test_an_implicit_answer_counts_by_its_confidence():
+    """Tempered likelihood (issue 38): weight 0 moves nothing, 0.5 less than a typed answer."""
+    rng = np.random.default_rng(7)
+    answers = [(np.clip(0.6 + 0.15 * rng.standard_normal(5), 0.05, 1.0), spec.MORNING if k % 2 == 0 else spec.AFTERNOON)
+               for k in range(8)]
+    morning = {}
+    for w in (0.0, 0.5, 1.0):  # the same samples each time (same seed, same answers)
+        b = BeliefState(seed=3)
+        for m, slot in answers:
+            b.observe_answer(m, slot, spec.DEEP_WORK, accepted=slot == spec.AFTERNOON, weight=w)
+        morning[w] = b.belief()[1]
+    assert abs(BeliefState(seed=3).belief()[1] - morning[0.0]) < 0.05  # weight 0: about the prior
+    assert morning[1.0] < morning[0.5] - 0.03 < morning[0.0] - 0.06
