@@ -1,0 +1,152 @@
+"""Answers without typing (issue 38), through the real product: the busy week's person, a
+stored plan, what her devices and calendar then stored, `rhythm map`, and the loopback
+Google Calendar for the blocks pushed with `rhythm plan push google`."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from rhythm import jobs
+from rhythm.settings import load_settings
+from storage import implicit, open_db, plans
+from tests.rhythm.test_plan_writeback import (  # noqa: F401  (fixtures)
+    NOW,
+    PRIMARY,
+    WEDNESDAY,
+    google,
+    person,
+    q,
+    rhythm_events,
+)
+
+LATER = NOW + timedelta(days=2)
+START = (NOW + timedelta(days=1)).replace(hour=7, minute=0)  # Thursday 07:00: nothing else then
+
+
+def block_of(plan, action: str | None = None):
+    slots = [s for s in plan.slots if s.start is not None and (action is None or s.action == action)]
+    return slots[0] if slots else None
+
+
+def add_exercise_block(settings, start, minutes: int = 45) -> int:
+    with open_db(settings.database) as db, db.transaction():
+        (rid,) = plans.insert_recommendations(db, [{
+            "created_at": NOW + timedelta(days=5), "local_day": start.date(), "slot": "evening", "action": "EXERCISE",
+            "belief_social": None, "belief_morning": None, "belief_work": None, "belief_sd_social": None,
+            "belief_sd_morning": None, "belief_sd_work": None, "rationale": "", "model": "day-planner",
+            "start_ts": start, "end_ts": start + timedelta(minutes=minutes), "kind": "block"}])
+    return rid
+
+
+def add_workout(settings, wid: str, start, minutes: int) -> None:
+    with open_db(settings.database) as db, db.transaction():
+        db.upsert("workouts", [{"source": "whoop", "workout_id": wid, "start_ts": start,
+                                "end_ts": start + timedelta(minutes=minutes), "local_day": start.date(),
+                                "sport": "running", "duration_min": float(minutes)}])
+
+
+def stored(settings) -> dict[int, tuple]:
+    return {r[0]: r[1:] for r in q(settings, "SELECT recommendation_id, response, source, confidence, evidence, "
+                                             "moved_start_ts FROM answers_implicit")}
+
+
+def test_a_workout_near_the_block_is_an_accept_stored_beside_explicit_answers(person):
+    start = START
+    rid = add_exercise_block(person, start)
+    add_workout(person, "w-earlier", start - timedelta(days=3), 40)  # her strap logs workouts
+    add_workout(person, "w-run", start + timedelta(minutes=12), 38)
+    summary = jobs.map_data(person, now=LATER)
+    assert summary["answers"]["accepted"] >= 1
+    response, source, conf, evidence, _ = stored(person)[rid]
+    assert (response, source) == ("accept", "implicit") and conf >= 0.9
+    assert "whoop workout 07:12-07:50" in evidence
+    with open_db(person.database, read_only=True) as db:
+        mine = [a for a in plans.answers(db) if a["id"] == rid]
+        assert [(a["response"], a["source"]) for a in mine] == [("accept", "implicit")]
+        assert [a for a in plans.answers(db, implicit=False) if a["id"] == rid] == []
+    jobs.map_data(person, now=LATER)  # re-running never duplicates
+    assert len([r for r in stored(person) if r == rid]) == 1
+
+    # an explicit answer always wins over what the data said
+    jobs.feedback(person, rid, "ignore")
+    with open_db(person.database, read_only=True) as db:
+        mine = [a for a in plans.answers(db) if a["id"] == rid]
+    assert [(a["response"], a["source"], a["confidence"]) for a in mine] == [("ignore", "explicit", 1.0)]
+
+
+def test_no_workout_after_a_block_is_an_ignore_and_a_far_one_is_not_the_blocks(person):
+    offsite = add_exercise_block(person, NOW.replace(hour=17, minute=15))  # inside her offsite: doing that instead
+    start = START
+    rid = add_exercise_block(person, start)
+    add_workout(person, "w-earlier", start - timedelta(days=3), 40)
+    add_workout(person, "w-late", start + timedelta(hours=3), 30)  # 2 h 15 after its end: not the block's
+    jobs.map_data(person, now=LATER)
+    assert stored(person)[rid][:2] == ("ignore", "implicit")
+    assert offsite not in stored(person)  # another useful action instead is no rejection
+
+
+def test_with_the_setting_off_nothing_is_stored(person, monkeypatch):
+    monkeypatch.setenv("RHYTHM_IMPLICIT_ANSWERS", "false")
+    settings = load_settings()
+    assert settings.implicit_answers is False
+    start = START
+    add_exercise_block(settings, start)
+    add_workout(settings, "w-run", start + timedelta(minutes=12), 38)
+    assert "answers" not in jobs.map_data(settings, now=LATER)
+    assert q(settings, "SELECT count(*) FROM answers_implicit") == [(0,)]
+
+
+# -- the calendar as the answer surface ---------------------------------------------------------
+def _move(g, ev: dict, minutes: int) -> None:
+    from datetime import datetime
+
+    moved = dict(ev)
+    for part in ("start", "end"):
+        t = datetime.fromisoformat(ev[part]["dateTime"]) + timedelta(minutes=minutes)
+        moved[part] = {**ev[part], "dateTime": t.isoformat()}
+    g.put(PRIMARY, moved)
+
+
+def test_deleted_block_is_an_ignore_and_a_moved_one_a_time_preference(google):
+    g, settings = google
+    plan = jobs.recommend(settings, WEDNESDAY, now=NOW)
+    timed = [s for s in plan.slots if s.start is not None]
+    assert len(timed) >= 2
+    jobs.push_google(settings, WEDNESDAY, now=NOW)
+    assert jobs.sync(settings, ["google"])["ok"]
+    mine = rhythm_events(g)
+    gone, moved = timed[0], timed[1]
+    gone_ev, moved_ev = mine[f"{WEDNESDAY.isoformat()}-{gone.slot}"], mine[f"{WEDNESDAY.isoformat()}-{moved.slot}"]
+    g.cancel(PRIMARY, gone_ev["id"])  # the person deletes one block ...
+    _move(g, moved_ev, 90)  # ... and drags another 90 minutes later
+    assert jobs.sync(settings, ["google"])["ok"]
+    jobs.map_data(settings, now=LATER)
+    got = stored(settings)
+    assert got[gone.id][:2] == ("ignore", "calendar") and "deleted" in got[gone.id][3]
+    response, source, _, evidence, moved_start = got[moved.id]
+    assert (response, source) == ("accept", "calendar")
+    assert moved_start == moved.start + timedelta(minutes=90) and "moved" in evidence
+    # the person's own events (one even titled "Exercise (Rhythm)") are never read as Rhythm's
+    with open_db(settings.database, read_only=True) as db:
+        assert {p["event_id"] for p in implicit.pushed(db)} == {e["id"] for e in mine.values()}
+    assert not implicit.is_rhythm_event("lookalike01")
+    assert q(settings, "SELECT count(*) FROM answers_implicit WHERE source = 'calendar'") == [(2,)]
+
+
+def test_an_unsynced_calendar_says_nothing_about_a_missing_block(google):
+    g, settings = google
+    plan = jobs.recommend(settings, WEDNESDAY, now=NOW)
+    jobs.push_google(settings, WEDNESDAY, now=NOW)
+    for ev in rhythm_events(g).values():
+        g.cancel(PRIMARY, ev["id"])  # deleted, but Rhythm never synced the calendar back
+    jobs.map_data(settings, now=LATER)
+    assert q(settings, "SELECT count(*) FROM answers_implicit WHERE source = 'calendar'") == [(0,)]
+    assert plan.slots
+
+
+@pytest.mark.parametrize("flag", ["false", "0"])
+def test_the_setting_reads_as_a_bool(monkeypatch, rhythm_home, flag):
+    monkeypatch.setenv("RHYTHM_IMPLICIT_ANSWERS", flag)
+    assert load_settings().implicit_answers is False
