@@ -11,15 +11,11 @@ import pytest
 from rhythm import jobs
 from rhythm.settings import load_settings
 from storage import implicit, open_db, plans
-from tests.rhythm.test_plan_writeback import (  # noqa: F401  (fixtures)
-    NOW,
-    PRIMARY,
-    WEDNESDAY,
-    google,
-    person,
-    q,
-    rhythm_events,
-)
+from tests.rhythm import test_plan_writeback as writeback
+from tests.rhythm.test_plan_writeback import NOW, PRIMARY, WEDNESDAY, q, rhythm_events
+
+person = writeback.person  # the busy week's person, mapped (a fixture)
+google = writeback.google  # ... with her loopback Google Calendar (a fixture)
 
 LATER = NOW + timedelta(days=2)
 START = (NOW + timedelta(days=1)).replace(hour=7, minute=0)  # Thursday 07:00: nothing else then
