@@ -23,8 +23,9 @@ until 07:45"); in the afternoon, a nap of at most 45 minutes; in the evening, an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, time, timedelta
+from datetime import datetime, time, timedelta, tzinfo
 
 from agent.day.calendar import DayFrame, SleepHabits, Window, slot_window
 
@@ -148,11 +149,17 @@ def _place_sleep(
 
 
 def bedtime(
-    frame: DayFrame, next_first_start: datetime | None, habits: SleepHabits, next_wake: datetime
+    frame: DayFrame, next_first_start: datetime | None, habits: SleepHabits, next_wake: datetime,
+    recent_beds: Sequence[datetime] = (),
 ) -> tuple[datetime, str]:
     """When to be in bed tonight, and why: the usual bedtime, earlier when tomorrow's first
     commitment leaves less than the person's sleep need (plus falling asleep and getting
-    ready); never before 20:30 nor before tonight's last commitment ends."""
+    ready); never before 20:30 nor before tonight's last commitment ends.
+
+    A suggestion the person never follows is not repeated word for word: when their last
+    nights (``recent_beds``, the onsets) were all more than ``MEET_GAP_MIN`` later than it,
+    the bedtime meets them where they are, ``MEET_MIN`` before their real one, as long as
+    that still leaves their sleep need before tomorrow (``meet_where_they_are``)."""
     must_wake = next_wake
     reason = f"your usual bedtime {habits.bed:%H:%M}"
     if next_first_start is not None and next_first_start - timedelta(minutes=GET_READY_MIN) < next_wake:
@@ -167,7 +174,41 @@ def bedtime(
     floor = datetime.combine(frame.day, EARLIEST_BED, tzinfo=frame.tz)
     last_end = max((c.end for c in frame.commitments if c.start < frame.bed), default=None)
     bed = max(bed, floor, last_end or floor)
+    met = meet_where_they_are(bed, latest, recent_beds, frame.tz)
+    if met is not None:
+        bed, real = met
+        reason = (f"you have gone to bed around {real:%H:%M} lately: {MEET_MIN} min earlier than that, "
+                  f"within your {habits.need_min // 60:.0f} h {habits.need_min % 60:02.0f} of sleep")
     return _round_down(bed), reason
+
+
+RECENT_NIGHTS = 5  # the nights that say where the person is
+MEET_GAP_MIN = 30  # each of them this much later than the suggestion: it is not followed
+MEET_MIN = 20  # the bedtime offered then: this much before their real one (15-30 min)
+
+
+def meet_where_they_are(
+    bed: datetime, latest: datetime, recent_beds: Sequence[datetime], tz: tzinfo
+) -> tuple[datetime, datetime] | None:
+    """(a bedtime ``MEET_MIN`` before the person's real one, their real one) when their last
+    ``RECENT_NIGHTS`` onsets (at least 3) were all ``MEET_GAP_MIN`` or more later than
+    ``bed``, and that bedtime still leaves their sleep need (not after ``latest``); else None."""
+    recent = sorted(recent_beds)[-RECENT_NIGHTS:]
+    if len(recent) < 3:
+        return None
+    evening = bed.date() if bed.hour >= 12 else bed.date() - timedelta(days=1)
+    real_times = []
+    for t in recent:
+        local = t.astimezone(tz)
+        d = evening + timedelta(days=1) if local.hour < 12 else evening
+        real_times.append(datetime.combine(d, local.time().replace(second=0, microsecond=0), tzinfo=tz))
+    if min(real_times) < bed + timedelta(minutes=MEET_GAP_MIN):
+        return None  # followed at least once lately: keep the suggestion
+    real = sorted(real_times)[len(real_times) // 2]
+    target = _round_down(real - timedelta(minutes=MEET_MIN))
+    if target > latest or target <= bed:
+        return None  # their sleep need does not allow it
+    return target, real
 
 
 def _round_down(t: datetime, step: int = 5) -> datetime:

@@ -240,7 +240,8 @@ class DayPlanner:
         available.update(belief_facts(bs.belief(), bs.belief_sd()))
         nxt_first = min((c.start for c in tomorrow.commitments if c.start >= tomorrow.wake - timedelta(hours=3)),
                         default=None)
-        bed, bed_reason = bedtime(today, nxt_first, habits, tomorrow.wake)
+        bed, bed_reason = bedtime(today, nxt_first, habits, tomorrow.wake,
+                                  recent_beds=[n.bed for n in sorted(x.nights, key=lambda n: n.wake)[-5:]])
         night = (bed, max(tomorrow.wake, bed + timedelta(minutes=habits.need_min)))
         if nxt_first is not None and nxt_first < tomorrow.wake:
             night = (bed, nxt_first - timedelta(minutes=60))

@@ -1,0 +1,60 @@
+"""A bedtime the person never follows is not repeated word for word (issue 38), pure."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from agent.day.blocks import bedtime, meet_where_they_are
+from agent.day.calendar import SleepHabits, frame_day
+
+TZ = ZoneInfo("Europe/Berlin")
+DAY = date(2025, 11, 19)
+
+
+def at(h: int, m: int = 0, d: int = 0) -> datetime:
+    return datetime.combine(DAY + timedelta(days=d), time(h, m), tzinfo=TZ)
+
+
+HABITS = SleepHabits(wake=time(7, 30), bed=time(23, 0), need_min=450.0, nights=21, source="history")
+
+
+def onsets(h: int, m: int, n: int = 5) -> list[datetime]:
+    return [datetime.combine(DAY - timedelta(days=k), time(h, m), tzinfo=TZ) for k in range(n, 0, -1)]
+
+
+def tonight(recent: list[datetime]) -> tuple[datetime, str]:
+    frame = frame_day(DAY, TZ, [], HABITS)
+    return bedtime(frame, None, HABITS, at(7, 30, 1), recent_beds=recent)
+
+
+def test_she_goes_to_bed_at_23_45_every_night_so_the_plan_offers_23_25_and_says_why():
+    usual, _ = tonight([])
+    assert usual == at(23, 0)
+    bed, reason = tonight(onsets(23, 45))
+    assert at(23, 15) <= bed <= at(23, 30)  # 15-30 min before her real bedtime, not 45
+    assert "23:45" in reason and "earlier" in reason
+
+
+@pytest.mark.parametrize(
+    ("recent", "moved"),
+    [
+        (onsets(23, 45), True),
+        ([*onsets(23, 45, 4), at(23, 5, -1)], False),  # she followed it once lately: keep it
+        (onsets(23, 20), False),  # within 30 min: followed closely enough
+        (onsets(23, 45, 2), False),  # two nights say too little
+        (onsets(1, 30), False),  # 01:30 minus 20 min would cut into her 7 h 30 before 07:30
+    ],
+)
+def test_when_the_bedtime_meets_the_person(recent, moved):
+    bed, _ = tonight(recent)
+    assert (bed != at(23, 0)) is moved
+
+
+def test_never_past_what_the_sleep_need_allows():
+    real = [datetime.combine(DAY - timedelta(days=k), time(0, 10), tzinfo=TZ) for k in range(5, 0, -1)]
+    met = meet_where_they_are(at(23, 0), at(23, 45), real, TZ)
+    assert met is None  # 23:50 would be after the latest bedtime 23:45
+    assert meet_where_they_are(at(23, 0), at(23, 59), real, TZ)[0] == at(23, 50)
