@@ -70,3 +70,44 @@ def judge_stored(db: Database, *, tz: tzinfo, today: date, now: datetime | None 
              "evidence": j.evidence, "confidence": j.confidence, "moved": j.moved} for j in found], at=now)
     acc = sum(1 for j in found if j.response == "accept")
     return {"judged": len(found), "accepted": acc, "ignored": len(found) - acc, "unknown": len(blocks) - len(found)}
+
+
+DOUBTFUL = 0.7  # an implicit answer below this confidence is offered for review
+
+
+def review(db: Database, lo: date, hi: date, *, tz: tzinfo, now: datetime | None = None) -> list[dict[str, Any]]:
+    """The blocks of [lo, hi] whose time has passed, each with what happened and why:
+    ``status`` done / not done / unknown, ``why`` (the evidence, or your answer), ``source``
+    (explicit, implicit, calendar, or None), ``doubtful`` (no answer, or an implicit one below
+    ``DOUBTFUL``, and not answered by the person): the ones ``rhythm feedback --review`` asks."""
+    now = now or datetime.now(UTC)
+    out = []
+    for r in stored.answered_blocks(db, lo, hi):
+        start, end = _aware(r["start_ts"]), _aware(r["end_ts"])
+        if end > now:
+            continue
+        if r["explicit"]:
+            response, source, conf, why = r["explicit"], "explicit", 1.0, ["your answer"]
+        elif r["response"]:
+            response, source, conf, why = r["response"], r["source"], float(r["confidence"]), list(r["evidence"])
+        else:
+            response, source, conf, why = None, None, 0.0, ["nothing stored tells"]
+        status = {"accept": "done", "ignore": "not done", None: "unknown"}[response]
+        out.append({
+            "id": int(r["id"]), "local_day": r["local_day"].isoformat(), "slot": r["slot"], "action": r["action"],
+            "kind": r["kind"], "start": start.astimezone(tz).isoformat(timespec="minutes"),
+            "end": end.astimezone(tz).isoformat(timespec="minutes"), "status": status, "response": response,
+            "source": source, "confidence": round(conf, 2), "why": why,
+            "moved_to": _aware(r["moved_start_ts"]).astimezone(tz).isoformat(timespec="minutes")
+            if r["moved_start_ts"] else None,
+            "doubtful": source != "explicit" and conf < DOUBTFUL,
+        })
+    return out
+
+
+def review_line(row: dict[str, Any]) -> str:
+    """``EXERCISE 17:30: done, whoop workout 17:42-18:20 (implicit, 0.95)``."""
+    head = f"{row['action']} {row['start'][11:16]}: {row['status']}"
+    why = "; ".join(row["why"])
+    src = "" if row["source"] in (None, "explicit") else f" ({row['source']}, {row['confidence']:.2f})"
+    return f"{head}, {why}{src}"

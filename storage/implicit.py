@@ -125,3 +125,28 @@ def implicit_answers(db: Database) -> list[dict[str, Any]]:
 
 def judge_window(today: date, days: int = 30) -> tuple[date, date]:
     return today - timedelta(days=days), today
+
+
+def answered_blocks(db: Database, lo: date, hi: date) -> list[dict[str, Any]]:
+    """The latest block of each (day, slot) of [lo, hi] with the person's answer (``explicit``)
+    and what the data said (``response``, ``source``, ``confidence``, ``evidence``, moved)."""
+    cur = db.con.execute(
+        "SELECT r.id, r.local_day, r.slot, r.action, r.kind, r.start_ts, r.end_ts, f.response AS explicit, "
+        "j.response, j.source, j.confidence, j.evidence, j.moved_start_ts, j.moved_end_ts FROM ("
+        " SELECT *, row_number() OVER (PARTITION BY local_day, slot ORDER BY created_at DESC, id DESC) AS k"
+        " FROM recommendations WHERE local_day BETWEEN ? AND ? AND start_ts IS NOT NULL) r "
+        "LEFT JOIN feedback f ON f.recommendation_id = r.id "
+        "LEFT JOIN answers_implicit j ON j.recommendation_id = r.id WHERE r.k = 1 ORDER BY r.start_ts",
+        [lo, hi],
+    )
+    names = [d[0] for d in cur.description]
+    out = []
+    for r in cur.fetchall():
+        row = dict(zip(names, r, strict=True))
+        row["evidence"] = json.loads(row["evidence"]) if isinstance(row["evidence"], str) else (row["evidence"] or [])
+        out.append(row)
+    return out
+
+
+def last_planned_day(db: Database, upto: date) -> date | None:
+    return db.con.execute("SELECT max(local_day) FROM recommendations WHERE local_day <= ?", [upto]).fetchone()[0]

@@ -222,3 +222,27 @@ class LabelResult(BaseModel):
     action: str = Field(description="One of the ten actions, or NONE (not an action).")
     replaced: bool = Field(description="Whether it replaced the person's earlier label for it.")
     events_with_your_label: int = Field(description="Events your labels decide after re-labelling.")
+
+
+# -- review_answers (issue 38) -------------------------------------------------------------------
+class ReviewedBlock(BaseModel):
+    id: int
+    day: str
+    slot: str
+    action: str
+    start: str
+    end: str
+    status: Literal["done", "not done", "unknown"]
+    source: Literal["explicit", "implicit", "calendar"] | None = Field(
+        description="Where the answer came from: the person's word, their data, or what they did to Rhythm's "
+                    "block in their calendar; null when nothing tells.")
+    confidence: float
+    why: list[str] = Field(description="The evidence: classes and times only (never imported titles).")
+    moved_to: str | None = None
+    doubtful: bool = Field(description="No answer, or one the data gave with low confidence: ask the person.")
+
+
+class ReviewResult(BaseModel):
+    days: list[str]
+    blocks: list[ReviewedBlock]
+    note: str

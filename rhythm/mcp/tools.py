@@ -32,6 +32,7 @@ from rhythm.mcp.models import (
     MetersResult,
     PlanResult,
     QueryResult,
+    ReviewResult,
     SlotMeters,
     StatusResult,
 )
@@ -444,3 +445,28 @@ def schema(settings: Settings, table: str | None = None) -> dict[str, Any]:
         return {"tables": [describe(db, n, k) for n, k in names.items()],
                 "note": "query them with the query_sql tool (read-only); local_day is the person's local calendar "
                         "day, timestamps are UTC instants (TIMESTAMPTZ)"}
+
+
+# -- review_answers (issue 38) -------------------------------------------------------------------
+def review_answers(settings: Settings, day: str | None = None, doubtful_only: bool = False) -> ReviewResult:
+    """The blocks of ``day`` and the day before (default: the latest planned day up to today)
+    whose time has passed, with what the data says happened and why."""
+    from rhythm.implicit import review
+    from rhythm.mcp.models import ReviewedBlock
+    from rhythm.settings import local_today, user_zone
+    from storage.implicit import last_planned_day
+
+    _need_database(settings)
+    tz = user_zone(settings)
+    with _reader(settings) as db:
+        hi = parse_day(day) or last_planned_day(db, local_today(settings)) or local_today(settings)
+        lo = hi - timedelta(days=1)
+        rows = review(db, lo, hi, tz=tz) if "answers_implicit" in db.tables() else []
+    if doubtful_only:
+        rows = [r for r in rows if r["doubtful"]]
+    blocks = [ReviewedBlock(id=r["id"], day=r["local_day"], slot=r["slot"], action=r["action"], start=r["start"],
+                            end=r["end"], status=r["status"], source=r["source"], confidence=r["confidence"],
+                            why=[clean(w) for w in r["why"]], moved_to=r["moved_to"], doubtful=r["doubtful"])
+              for r in rows]
+    return ReviewResult(days=[lo.isoformat(), hi.isoformat()], blocks=blocks,
+                        note="confirm or correct a doubtful block with record_feedback, on the person's word only")

@@ -146,3 +146,66 @@ def test_an_unsynced_calendar_says_nothing_about_a_missing_block(google):
 def test_the_setting_reads_as_a_bool(monkeypatch, rhythm_home, flag):
     monkeypatch.setenv("RHYTHM_IMPLICIT_ANSWERS", flag)
     assert load_settings().implicit_answers is False
+
+
+# -- one place to see and correct yesterday -----------------------------------------------------
+def test_review_walks_the_unknown_blocks_and_stores_explicit_answers(person, run_cli, monkeypatch):
+    import io
+
+    known = add_exercise_block(person, START)
+    add_workout(person, "w-earlier", START - timedelta(days=3), 40)
+    add_workout(person, "w-run", START + timedelta(minutes=12), 38)
+    unknown = add_exercise_block(person, START.replace(hour=12))  # no data after it: unknown
+    with open_db(person.database) as db, db.transaction():
+        db.con.execute("UPDATE recommendations SET slot = 'afternoon' WHERE id = ?", [unknown])
+    jobs.map_data(person, now=LATER)
+    monkeypatch.setattr("sys.stdin", io.StringIO("x\ni\n"))  # a wrong key is asked again
+    code, out, err = run_cli("feedback", "--review")
+    assert code == 0, err
+    assert f"#{unknown}" in out and f"#{known} " not in out  # the sure one is not asked
+    assert "1 answer stored" in out
+    assert q(person, "SELECT recommendation_id, response FROM feedback") == [(unknown, "ignore")]
+    code, out, _ = run_cli("feedback", "--review")
+    assert "nothing to review" in out
+    code, _, err = run_cli("feedback")
+    assert code != 0 and "--review" in err
+
+
+def test_review_lines_say_what_happened_and_why(person):
+    from rhythm.implicit import review, review_line
+
+    rid = add_exercise_block(person, START)
+    add_workout(person, "w-earlier", START - timedelta(days=3), 40)
+    add_workout(person, "w-run", START + timedelta(minutes=12), 38)
+    jobs.map_data(person, now=LATER)
+    with open_db(person.database, read_only=True) as db:
+        rows = review(db, START.date(), START.date(), tz=START.tzinfo)
+    line = review_line(next(r for r in rows if r["id"] == rid))
+    assert line.startswith("EXERCISE 07:00: done, whoop workout 07:12-07:50") and "implicit" in line
+
+
+def test_recommend_shows_yesterdays_blocks_with_what_happened(person, run_cli):
+    rid = add_exercise_block(person, NOW.replace(hour=21, minute=15))  # after choir, Wednesday
+    add_workout(person, "w-earlier", NOW - timedelta(days=3), 40)
+    add_workout(person, "w-run", NOW.replace(hour=21, minute=20), 30)
+    jobs.map_data(person, now=LATER)
+    code, out, err = run_cli("recommend", "--date", (WEDNESDAY + timedelta(days=1)).isoformat())
+    assert code == 0, err
+    assert "Yesterday" in out and f"#{rid} EXERCISE 21:15: done, whoop workout 21:20-21:50" in out
+
+
+def test_the_mcp_review_lists_the_blocks_with_their_answers(person):
+    from rhythm.mcp import tools
+
+    rid = add_exercise_block(person, START)
+    add_workout(person, "w-earlier", START - timedelta(days=3), 40)
+    add_workout(person, "w-run", START + timedelta(minutes=12), 38)
+    unknown = add_exercise_block(person, START.replace(hour=12))
+    with open_db(person.database) as db, db.transaction():
+        db.con.execute("UPDATE recommendations SET slot = 'afternoon' WHERE id = ?", [unknown])
+    jobs.map_data(person, now=LATER)
+    got = tools.review_answers(person, START.date().isoformat())
+    by_id = {b.id: b for b in got.blocks}
+    assert (by_id[rid].status, by_id[rid].source, by_id[rid].doubtful) == ("done", "implicit", False)
+    assert (by_id[unknown].status, by_id[unknown].source, by_id[unknown].doubtful) == ("unknown", None, True)
+    assert [b.id for b in tools.review_answers(person, START.date().isoformat(), doubtful_only=True).blocks] == [unknown]
