@@ -28,7 +28,16 @@ def plan_day(data: DayData, belief: Any) -> tuple[Any, Any]:
         meters=data.meters_now, belief=belief, now=data.now if data.day == data.today else None,
         answers=[Answer(a["local_day"], a["slot"], a["action"], a["response"]) for a in data.feedback],
         recent_actions=data.recent_actions, wake_override=data.wake_override, bed_override=data.bed_override,
-        dynamics=data.dynamics,
+        dynamics=data.dynamics, preferred_times=preferred_times(data.feedback, data.tz),
     )
     planner = DayPlanner(inputs)
     return planner, planner.plan()
+
+
+def preferred_times(feedback: list[dict[str, Any]], tz: Any) -> dict[str, Any]:
+    """action -> the local clock time the person last moved Rhythm's block of it to in their
+    calendar (answers with ``moved_to``, issue 38)."""
+    out: dict[str, Any] = {}
+    for a in sorted((a for a in feedback if a.get("moved_to") is not None), key=lambda a: a["moved_to"]):
+        out[a["action"]] = a["moved_to"].astimezone(tz).time().replace(second=0, microsecond=0)
+    return out

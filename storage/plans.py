@@ -75,20 +75,20 @@ def answers(db: Database, implicit: bool = True) -> list[dict[str, Any]]:
     out = [
         {"id": i, "action": a, "response": resp, "local_day": d, "slot": s, "at": at,
          "meters_before": json.loads(m) if isinstance(m, str) else m, "source": "explicit", "confidence": 1.0,
-         "evidence": []}
+         "evidence": [], "moved_to": None}
         for i, a, resp, d, s, at, m in cur.fetchall()
     ]
     if implicit and "answers_implicit" in db.tables():
         cur = db.con.execute(
             "SELECT r.id, r.action, j.response, r.local_day, r.slot, j.\"at\", r.meters_before, j.source, "
-            "j.confidence, j.evidence FROM answers_implicit j JOIN recommendations r ON r.id = j.recommendation_id "
+            "j.confidence, j.evidence, j.moved_start_ts FROM answers_implicit j JOIN recommendations r ON r.id = j.recommendation_id "
             "WHERE j.recommendation_id NOT IN (SELECT recommendation_id FROM feedback) ORDER BY r.start_ts, r.id"
         )
         out += [
             {"id": i, "action": a, "response": resp, "local_day": d, "slot": s, "at": at,
              "meters_before": json.loads(m) if isinstance(m, str) else m, "source": src, "confidence": float(c),
-             "evidence": json_value(ev, [])}
-            for i, a, resp, d, s, at, m, src, c, ev in cur.fetchall()
+             "evidence": json_value(ev, []), "moved_to": mv}
+            for i, a, resp, d, s, at, m, src, c, ev, mv in cur.fetchall()
         ]
         out.sort(key=lambda r: (r["at"], r["id"]))
     return out

@@ -214,3 +214,25 @@ def meet_where_they_are(
 def _round_down(t: datetime, step: int = 5) -> datetime:
     t = t.replace(second=0, microsecond=0)
     return t - timedelta(minutes=t.minute % step)
+
+
+def prefer_time(frame: DayFrame, slot: int, p: Placement, action: str, at: time) -> Placement:
+    """A block moved as close to the clock time ``at`` as the slot's free time allows (the
+    person moved such a block there in their calendar: a time preference), keeping its length;
+    the placement unchanged when no free window of the slot holds it nearer."""
+    dur = p.end - p.start
+    want = datetime.combine(p.start.astimezone(frame.tz).date(), at, tzinfo=frame.tz)
+    best, gap = p, abs((p.start - want).total_seconds())
+    for w in frame.free_in(slot):
+        s, e = _usable(frame, w, action)
+        if e - s < dur:
+            continue
+        start = _round_up(min(max(want, s), e - dur))
+        if start + dur > e:
+            start = _round_down(e - dur)
+        if start < s:
+            continue
+        g = abs((start - want).total_seconds())
+        if g < gap - 1e-9:
+            best, gap = Placement(start, start + dur, p.kind, w), g
+    return best

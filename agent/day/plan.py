@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from agent.belief import BeliefState
-from agent.day.blocks import Placement, bedtime, place
+from agent.day.blocks import Placement, bedtime, place, prefer_time
 from agent.day.calendar import (
     CalendarEvent,
     DayFrame,
@@ -105,6 +105,9 @@ class DayInputs:
     # the person's own dynamics fitted from their history (agent.personal.PersonalDynamics):
     # their departures from the table enter the plan's model; None or unfitted: the table
     dynamics: Any = None
+    # action -> the clock time the person moved Rhythm's block of it to in their calendar
+    # (the latest; issue 38): the block is placed as near it as the free time allows
+    preferred_times: Any = None
 
 
 @dataclass
@@ -276,8 +279,15 @@ class DayPlanner:
         if not effect:
             i = int(np.argmax(np.abs(eff)))
             effect = {METERS[i]: round(float(eff[i]), 3)}
+        pref = (self.x.preferred_times or {}).get(action)
+        moved_to = None
+        if pref is not None and placement.kind == "block":
+            placement, moved_to = prefer_time(dp.frame, s, placement, action, pref), pref
         facts = self._facts(dp, s, action, placement)
         evidence = [f.text for f in facts]
+        if moved_to is not None and placement.start.astimezone(dp.frame.tz).time() == moved_to:
+            evidence.append(f"you moved Rhythm's {action.lower().replace('_', ' ')} block to {moved_to:%H:%M} in your "
+                            "calendar")
         return Block(SLOTS[s], action, placement.start, placement.end, placement.kind,
                      _rationale(action, placement, facts, effect, ctx["bed_reason"]), evidence, effect, chosen_by)
 

@@ -58,3 +58,32 @@ def test_never_past_what_the_sleep_need_allows():
     met = meet_where_they_are(at(23, 0), at(23, 45), real, TZ)
     assert met is None  # 23:50 would be after the latest bedtime 23:45
     assert meet_where_they_are(at(23, 0), at(23, 59), real, TZ)[0] == at(23, 50)
+
+
+# -- a block moved in the calendar: a time preference --------------------------------------------
+def test_a_moved_time_is_where_the_next_block_of_that_action_goes():
+    from agent.day.blocks import place, prefer_time
+
+    frame = frame_day(DAY, TZ, [], HABITS)
+    p = place(frame, 2, "EXERCISE")  # the evening
+    assert p is not None and p.start.time() != time(19, 30)
+    moved = prefer_time(frame, 2, p, "EXERCISE", time(19, 30))
+    assert moved.start == at(19, 30) and moved.end - moved.start == p.end - p.start
+    # outside the slot's free time: as near as it allows, never outside it
+    late = prefer_time(frame, 2, p, "EXERCISE", time(23, 50))
+    assert late.end <= frame.bed - timedelta(minutes=90) and late.start >= p.start
+
+
+def test_the_planner_places_a_moved_action_at_the_persons_time_and_says_so():
+    from agent.day import DayPlanner
+    from tests.agent.test_day import inputs
+
+    first = DayPlanner(inputs()).plan()
+    blocks = [b for b in first.blocks if b.kind == "block"]
+    assert blocks
+    b = blocks[0]
+    wanted = (b.start + timedelta(minutes=20)).astimezone(b.start.tzinfo).time()
+    again = DayPlanner(inputs(preferred_times={b.action: wanted})).plan()
+    same = next(x for x in again.blocks if x.slot == b.slot)
+    assert (same.action, same.start.time(), same.end - same.start) == (b.action, wanted, b.end - b.start)
+    assert any("you moved Rhythm's" in e and f"{wanted:%H:%M}" in e for e in same.evidence)

@@ -124,6 +124,12 @@ def test_deleted_block_is_an_ignore_and_a_moved_one_a_time_preference(google):
     response, source, _, evidence, moved_start = got[moved.id]
     assert (response, source) == ("accept", "calendar")
     assert moved_start == moved.start + timedelta(minutes=90) and "moved" in evidence
+    # ... learned as a time preference: the next plan places that action at the new time
+    from rhythm.plan_day import preferred_times
+
+    with open_db(settings.database, read_only=True) as db:
+        prefs = preferred_times(plans.answers(db), moved.start.tzinfo)
+    assert prefs[moved.action] == (moved.start + timedelta(minutes=90)).time()
     # the person's own events (one even titled "Exercise (Rhythm)") are never read as Rhythm's
     with open_db(settings.database, read_only=True) as db:
         assert {p["event_id"] for p in implicit.pushed(db)} == {e["id"] for e in mine.values()}
