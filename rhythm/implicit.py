@@ -55,10 +55,11 @@ def stored_days() -> int:
 
 
 def judge_stored(db: Database, *, tz: tzinfo, today: date, now: datetime | None = None) -> dict[str, Any]:
-    """Judge the blocks of the last ``JUDGE_DAYS`` days whose time has passed and replace
+    """Judge the blocks of the ``JUDGE_DAYS`` days up to the latest planned day whose time has passed and replace
     their implicit answers (inside the caller's transaction). Returns a summary."""
     now = now or datetime.now(UTC)
-    rows = stored.blocks_to_judge(db, today - timedelta(days=JUDGE_DAYS), today)
+    last = stored.last_planned_day(db, today) or today  # a history planned in the past: its own month
+    rows = stored.blocks_to_judge(db, last - timedelta(days=JUDGE_DAYS), today)
     blocks = [Block(int(r["id"]), r["action"], r["kind"], _aware(r["start_ts"]), _aware(r["end_ts"])) for r in rows]
     blocks = [b for b in blocks if b.end <= now]
     if not blocks:

@@ -52,6 +52,10 @@ def register(app: typer.Typer) -> None:
                           f"{summary.get('labels_learned', 0)} by labels learned from your devices "
                           f"({summary.get('learned_applied', 0)} applied, {summary.get('learned_proposed', 0)} "
                           "proposed: `rhythm label --suggested`)", highlight=False, soft_wrap=True)
+        ans = summary.get("answers")
+        if ans and (ans.get("judged") or ans.get("unknown")):
+            console.print(f"answers from your data: {ans['accepted']} done, {ans['ignored']} not done, "
+                          f"{ans['unknown']} unknown (`rhythm feedback --review`)", highlight=False)
         if summary.get("actions"):
             console.print(rows_table(["action", "slots"], sorted(summary["actions"].items())))
 

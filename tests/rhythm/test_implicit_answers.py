@@ -215,3 +215,12 @@ def test_the_mcp_review_lists_the_blocks_with_their_answers(person):
     assert (by_id[rid].status, by_id[rid].source, by_id[rid].doubtful) == ("done", "implicit", False)
     assert (by_id[unknown].status, by_id[unknown].source, by_id[unknown].doubtful) == ("unknown", None, True)
     assert [b.id for b in tools.review_answers(person, START.date().isoformat(), doubtful_only=True).blocks] == [unknown]
+
+
+def test_rhythm_map_says_how_many_answers_it_read(person, run_cli):
+    add_exercise_block(person, START)
+    add_workout(person, "w-earlier", START - timedelta(days=3), 40)
+    add_workout(person, "w-run", START + timedelta(minutes=12), 38)
+    code, out, err = run_cli("map")
+    assert code == 0, err
+    assert "answers from your data: 1 done, 0 not done" in out
