@@ -224,3 +224,9 @@ def test_rhythm_map_says_how_many_answers_it_read(person, run_cli):
     code, out, err = run_cli("map")
     assert code == 0, err
     assert "answers from your data: 1 done, 0 not done" in out
+
+
+def test_config_set_turns_implicit_answers_off(rhythm_home, run_cli):
+    code, _, err = run_cli("config", "set", "implicit_answers", "false")
+    assert code == 0, err
+    assert load_settings().implicit_answers is False
