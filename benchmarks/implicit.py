@@ -204,7 +204,11 @@ def main(args: Args) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         for mode in args.modes:
             t0 = clock.perf_counter()
-            runs = [live(args.seed + i, args, Path(tmp), mode) for i in range(args.people)]
+            runs = []
+            for i in range(args.people):
+                runs.append(live(args.seed + i, args, Path(tmp), mode))
+                print(f"{mode}: person {i + 1}/{args.people} ({clock.perf_counter() - t0:.0f} s)", file=sys.stderr,
+                      flush=True)
             results[mode] = {"classes": score(runs), "acceptance": acceptance(runs, args.days),
                              "seconds": clock.perf_counter() - t0}
     print(f"{args.people} people x {args.days} days (after {args.history_days} days of history)")

@@ -230,3 +230,21 @@ def test_config_set_turns_implicit_answers_off(rhythm_home, run_cli):
     code, _, err = run_cli("config", "set", "implicit_answers", "false")
     assert code == 0, err
     assert load_settings().implicit_answers is False
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_a_person_through_the_product(monkeypatch):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "implicit.py"
+    spec = importlib.util.spec_from_file_location("bench_implicit", path)
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_implicit", bench)  # its dataclasses look themselves up
+    spec.loader.exec_module(bench)
+    got = bench.main(bench.Args(people=1, days=4, history_days=21, seed=3, modes=("implicit",)))
+    classes = got["implicit"]["classes"]
+    assert sum(c["blocks"] for c in classes.values()) >= 8
+    judged = [c for c in classes.values() if c["judged"]]
+    assert judged and all(c["precision"] >= 0.5 for c in judged)
