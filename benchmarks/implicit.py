@@ -15,6 +15,7 @@ typed answer to every block (``explicit``).
 Printed: per class (EXERCISE, SLEEP, calendar-visible actions, work, the rest) the precision
 (judgements that match the truth / judgements made) and the recall (blocks judged correctly /
 blocks), and the share of blocks the person did in days 1-4 against the last four days.
+Not scored: sleeping in (the night before is already written when the plan suggests it).
 Not in this run: Rhythm's blocks deleted or moved in a Google calendar (tests/rhythm/
 test_implicit_answers.py drives that against the loopback server).
 
@@ -131,6 +132,8 @@ def live(seed: int, args: Args, root: Path, mode: str) -> tuple[Outcome, dict[in
             if s.action == "SLEEP" and s.kind in ("bedtime", "early_night"):
                 bed_block = s
                 continue
+            if s.action == "SLEEP" and s.kind == "sleep_in":
+                continue  # the night before is written already: the generator cannot decide it (not scored)
             did = rules.does(s.action, rng)
             out.truth[s.id] = did
             if did:
