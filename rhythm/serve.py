@@ -128,6 +128,7 @@ def receive(settings: Settings, source: str, headers: Any, body: bytes, lock: th
         "first_day": d["first_day"],
         "last_day": d["last_day"],
         "tables": {t: {"received": c["received"], "new": c["inserted"]} for t, c in d["tables"].items()},
+        "rejected": d.get("rejected", {}),
     }
     return Answer(200, {"ok": True, "stored": stored})
 
