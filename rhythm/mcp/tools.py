@@ -20,6 +20,7 @@ from typing import Any
 
 from common.errors import ConfigError, RhythmError, StorageError
 from common.records import METERS, SLOTS
+from rhythm.mcp import budget
 from rhythm.mcp.models import (
     ActionAnswers,
     Answer,
@@ -343,7 +344,7 @@ def query_sql(
         timer.daemon = True
         timer.start()
         try:
-            columns, rows = db.query(sql, max_rows=int(max_rows) + 1)
+            columns, rows = db.query(sql, max_rows=int(max_rows) + 1, max_chars=budget.MAX_VALUE_CHARS)
         except StorageError:
             if stopped.is_set():
                 raise StorageError(f"query stopped after {timeout_s:g} s: narrow it (a WHERE on local_day, "
@@ -353,12 +354,32 @@ def query_sql(
             timer.cancel()
     truncated = len(rows) > max_rows
     rows = rows[:max_rows]
-    note = None
+    notes = []
     if truncated:
-        note = (f"truncated: showing the first {max_rows} rows; more matched. Add a LIMIT or an aggregate, "
-                f"or raise max_rows (at most {MAX_ROWS}).")
-    return QueryResult(columns=[clean(str(c)) for c in columns], rows=[data(list(r)) for r in rows],
-                       row_count=len(rows), truncated=truncated, max_rows=int(max_rows), note=note)
+        notes.append(f"truncated: showing the first {max_rows} rows; more matched. Add a LIMIT or an aggregate, "
+                     f"or raise max_rows (at most {MAX_ROWS}).")
+    # the byte budget (rhythm.mcp.budget): long values cut, rows past the budget left out
+    out, used, cut = [], 0, 0
+    for r in rows:
+        row = []
+        for v in data(list(r)):
+            if isinstance(v, str):
+                v, was = budget.cut_text(v, budget.MAX_VALUE_CHARS)
+                cut += was
+            row.append(v)
+        used += budget.size(row) + 1
+        if used > budget.MAX_ANSWER_BYTES - 4096:
+            truncated = True
+            notes.append(f"truncated: the first {len(out)} rows fill the answer's budget of "
+                         f"{budget.MAX_ANSWER_BYTES:,} bytes; select fewer columns or rows")
+            break
+        out.append(row)
+    if cut:
+        truncated = True
+        notes.append(f"{cut} values longer than {budget.MAX_VALUE_CHARS:,} characters were cut (marked "
+                     f"{budget.CUT_MARK!r})")
+    return QueryResult(columns=[clean(str(c)) for c in columns], rows=out, row_count=len(out), truncated=truncated,
+                       max_rows=int(max_rows), note="; ".join(notes) or None)
 
 
 # -- get_insights ------------------------------------------------------------------------------
