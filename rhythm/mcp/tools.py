@@ -20,6 +20,7 @@ from typing import Any
 
 from common.errors import ConfigError, RhythmError, StorageError
 from common.records import METERS, SLOTS
+from common.timeutil import SANE_RANGE, in_sane_range
 from rhythm.mcp import budget
 from rhythm.mcp.models import (
     ActionAnswers,
@@ -112,9 +113,29 @@ def parse_day(value: str | None, name: str = "day") -> date | None:
     if value is None or not str(value).strip():
         return None
     try:
-        return date.fromisoformat(str(value).strip())
+        day = date.fromisoformat(str(value).strip())
     except ValueError:
         raise ConfigError(f"{name}: expected a day as YYYY-MM-DD, got {clean(str(value))[:40]!r}") from None
+    if not in_sane_range(day):
+        raise ConfigError(f"{name}: {day.isoformat()} is outside the accepted range {SANE_RANGE}")
+    return day
+
+
+#: get_plan plans a day that has no stored plan only this near the person's data or today
+#: (a plan for 1900 has nothing to be made from).
+PLAN_REACH_DAYS = 366
+
+
+def _plannable(db: Database, day: date, today: date) -> None:
+    try:
+        first, last = db.con.execute("SELECT min(local_day), max(local_day) FROM meters").fetchone()
+    except Exception:  # no meters table yet: today is the only anchor
+        first = last = None
+    lo = min(today, first or today) - timedelta(days=PLAN_REACH_DAYS)
+    hi = max(today, last or today) + timedelta(days=PLAN_REACH_DAYS)
+    if not lo <= day <= hi:
+        raise ConfigError(f"day: {day.isoformat()} has no stored plan and is too far from your data and today to "
+                          f"plan ({lo.isoformat()} .. {hi.isoformat()})")
 
 
 def _local(t: datetime | None, tz: tzinfo) -> str | None:
@@ -179,6 +200,8 @@ def get_plan(settings: Settings, day: str | None = None, now: datetime | None = 
     tz = user_zone(settings)
     with _reader(settings) as db:
         stored = _stored_plan(db, target, tz)
+        if stored is None:
+            _plannable(db, target, local_today(settings, now))
     if stored is not None:
         return stored
     from rhythm.jobs import recommend
