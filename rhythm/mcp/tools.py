@@ -128,8 +128,8 @@ PLAN_REACH_DAYS = 366
 
 def _plannable(db: Database, day: date, today: date) -> None:
     try:
-        first, last = db.con.execute("SELECT min(local_day), max(local_day) FROM meters").fetchone()
-    except Exception:  # no meters table yet: today is the only anchor
+        first, last = db.query("SELECT min(local_day), max(local_day) FROM meters")[1][0]
+    except StorageError:  # no meters table yet: today is the only anchor
         first = last = None
     lo = min(today, first or today) - timedelta(days=PLAN_REACH_DAYS)
     hi = max(today, last or today) + timedelta(days=PLAN_REACH_DAYS)
