@@ -105,6 +105,7 @@ class PlanResult(BaseModel):
         description="stored: the latest plan stored for the day; planned_now: there was none, so Rhythm planned it."
     )
     planned_at: str | None = Field(description="When the plan was made (UTC).")
+    cut: str | None = Field(None, description="Set when the answer was over the 1 MB budget: what was cut.")
 
 
 # -- explain_recommendation --------------------------------------------------------------------
@@ -146,6 +147,7 @@ class Explanation(BaseModel):
         description="The person's answers in this kind of slot given before it was planned (the ones it weighed)."
     )
     answers_by_action: list[ActionAnswers] = Field(description="Those answers counted per action.")
+    cut: str | None = Field(None, description="Set when the answer was over the 1 MB budget: what was cut.")
 
 
 # -- record_feedback ---------------------------------------------------------------------------
@@ -165,7 +167,8 @@ class QueryResult(BaseModel):
     columns: list[str]
     rows: list[list[Any]] = Field(description="One list per row, in column order; JSON values.")
     row_count: int = Field(description="Rows returned here.")
-    truncated: bool = Field(description="True when more rows matched than max_rows.")
+    truncated: bool = Field(description="True when more rows matched than max_rows, or values or rows were cut to "
+                                        "fit the answer's 1 MB budget (the note says which).")
     max_rows: int
     note: str | None = None
 
@@ -214,6 +217,7 @@ class StatusResult(BaseModel):
     daemon: dict[str, Any]
     schedule: list[dict[str, Any]]
     problems: list[str]
+    cut: str | None = Field(None, description="Set when the answer was over the 1 MB budget: what was cut.")
 
 
 # -- set_label (issue 40) ------------------------------------------------------------------------
