@@ -728,21 +728,35 @@ class Database:
             for st in statements[:-1]:
                 self.con.execute(st)
             last: Any = statements[-1]
+            nested: list[int] = []
             if max_chars is not None and last.type == duckdb.StatementType.SELECT and not params:
-                last = self._cut_long_values(last.query, max_chars)
+                last, nested = self._cut_long_values(last.query, max_chars)
             cur = self.con.execute(last, params) if params else self.con.execute(last)
             cols = [d[0] for d in cur.description] if cur.description else []
-            return cols, cur.fetchall() if max_rows is None else cur.fetchmany(max_rows)
+            rows = cur.fetchall() if max_rows is None else cur.fetchmany(max_rows)
+            if nested:  # a nested value comes back as itself, or as its cut text when too long
+                cols = cols[: len(cols) - len(nested)]
+                width = len(cols)
+                rows = [
+                    tuple(r[i] if i not in nested else (r[width + nested.index(i)] if r[width + nested.index(i)]
+                                                        is not None else r[i]) for i in range(width))
+                    for r in rows
+                ]
+            return cols, rows
         except duckdb.Error as exc:
             raise StorageError(f"SQL error: {_first_line(exc)}") from None
 
-    def _cut_long_values(self, sql: str, max_chars: int) -> str:
-        """``sql`` wrapped so that text, blobs and nested values are cut in the database."""
+    def _cut_long_values(self, sql: str, max_chars: int) -> tuple[str, list[int]]:
+        """``sql`` wrapped so that text, blobs and nested values are cut in the database, and
+        the positions of the nested columns (lists, structs, maps): each of those is followed,
+        after the query's own columns, by its text cut to ``max_chars + 1`` where the value's
+        text is longer (NULL where it is not, and the value itself is returned)."""
         inner = sql.strip().rstrip(";")
         probe = self.con.execute(f"SELECT * FROM ({inner}\n) AS _q LIMIT 0")
         types = [str(d[1]).upper() for d in probe.description or []]
         n = int(max_chars) + 1
-        cols = []
+        cols: list[str] = []
+        nested: list[tuple[int, str]] = []
         for i, t in enumerate(types):
             c = f"_q._c{i}"
             if t in ("BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
@@ -751,14 +765,19 @@ class Database:
                 cols.append(c)
             elif t == "VARCHAR":
                 cols.append(f"left({c}, {n})")
-            elif t.endswith("[]"):  # a list: its first n items only, then their text cut
-                cols.append(f"left(CAST({c}[1:{n}] AS VARCHAR), {n})")
-            else:  # JSON, BLOB, LIST, STRUCT, MAP, ... : their text, cut
+            elif t.endswith("]") or t.startswith(("STRUCT", "MAP", "UNION")):
+                # nested: kept as it is when its text fits, else (a list's first n items) cut as text
+                short = f"{c}[1:{n}]" if t.endswith("[]") else c
+                cols.append(f"CASE WHEN length(CAST({c} AS VARCHAR)) <= {n} THEN {c} END")
+                nested.append((i, f"CASE WHEN length(CAST({c} AS VARCHAR)) > {n} "
+                                  f"THEN left(CAST({short} AS VARCHAR), {n}) END"))
+            else:  # JSON, BLOB, ... : their text, cut
                 cols.append(f"left(CAST({c} AS VARCHAR), {n})")
         names = ", ".join(f"_c{i}" for i in range(len(types)))
         labels = [str(d[0]).replace('"', '""') for d in probe.description or []]
         select = ", ".join(f'{c} AS "{label}"' for c, label in zip(cols, labels, strict=True))
-        return f"SELECT {select or '*'} FROM ({inner}\n) AS _q({names})"
+        select += "".join(f', {expr} AS "_cut_{i}"' for i, expr in nested)
+        return f"SELECT {select or '*'} FROM ({inner}\n) AS _q({names})", [i for i, _ in nested]
 
     def interrupt(self) -> None:
         """Stop the statement running on this connection (called from another thread: the
