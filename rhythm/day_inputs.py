@@ -179,7 +179,7 @@ def _when(info: dict[str, Any], day: date) -> str | None:
     if d == day:
         return f"this {slot}" if slot != "night" else "tonight"
     if d == day - timedelta(days=1):
-        return "last night" if slot == "night" else f"yesterday {slot}"
+        return "overnight" if slot == "night" else f"yesterday {slot}"
     return f"on {d:%a %d %b} ({slot})"
 
 

@@ -5,8 +5,9 @@ Times are aware datetimes in the person's zone.
 
 - A *commitment* is an event that holds the person's time: not cancelled, not "free"
   (transparent), not all-day, not declined, and not one of Rhythm's own blocks.
-- *Waking hours* come from the person's own nights (the median wake-up and bed time of the
-  last four weeks' night sleeps), unless settings override them, and are reshaped per day by
+- *Waking hours* come from the person's own nights (the wake-up they are up by nine mornings
+  in ten and the median bedtime of the last four weeks' night sleeps before mornings like
+  this one: free, or taken by a commitment before 10:00), unless settings override them, and are reshaped per day by
   the calendar and the person's own history around overnight commitments (night shifts,
   on-call nights): after one, the person sleeps in the day (when and how long: what they did
   after their past ones, else soon after it ends); before a first one, they may sleep in the
@@ -205,8 +206,8 @@ def sleep_habits(
     wake_override: time | None = None,
     bed_override: time | None = None,
 ) -> SleepHabits:
-    """Typical wake-up and bedtime (medians of the clock times of the given nights' night
-    sleeps, bed times after midnight counted as late evening; day sleeps after a night shift
+    """Typical wake-up and bedtime (the wake-up nine mornings in ten are up by, the median
+    bedtime, of the clock times of the given nights' night sleeps, bed times after midnight counted as late evening; day sleeps after a night shift
     are left to ``shift_patterns``), typical sleep need, with overrides winning."""
     recent = sorted(nights, key=lambda n: n.wake)[-HISTORY_NIGHTS:]
     at_night = [n for n in recent if is_night_sleep(n, tz)]
@@ -218,12 +219,55 @@ def sleep_habits(
     slept = [n.sleep_min for n in recent if n.sleep_min]
     need = float(statistics.median(slept)) if slept else 8 * 60.0
     if recent:
-        wake, bed, source = _clock(statistics.median(wakes)), _clock(statistics.median(beds)), "history"
+        wake, bed, source = _clock(_reliably_up(wakes)), _clock(statistics.median(beds)), "history"
     else:
         wake, bed, source = DEFAULT_WAKE, DEFAULT_BED, "default"
     if wake_override or bed_override:
         source = "settings"
     return SleepHabits(wake_override or wake, bed_override or bed, need, len(recent), source)
+
+
+MORNING_BUSY_BEFORE = time(10, 0)
+SIMILAR_MIN_NIGHTS = 4
+
+
+def busy_morning(day: date, tz: tzinfo, events: Iterable[CalendarEvent]) -> bool:
+    """Whether a commitment starts between 04:00 and 10:00 of ``day`` (a morning the person
+    has to be up for)."""
+    lo = datetime.combine(day, time(4, 0), tzinfo=tz)
+    hi = datetime.combine(day, MORNING_BUSY_BEFORE, tzinfo=tz)
+    return any(lo <= c.start < hi for c in commitments(events, lo, hi + timedelta(hours=12)))
+
+
+def habits_for(
+    day: date,
+    nights: Sequence[Night],
+    events: Sequence[CalendarEvent],
+    tz: tzinfo,
+    wake_override: time | None = None,
+    bed_override: time | None = None,
+) -> SleepHabits:
+    """``sleep_habits`` from the nights before mornings like ``day``'s (free or taken by a
+    commitment before 10:00, by the calendar), when there are at least four of them: a
+    person sleeps in on free mornings and gets up for the busy ones."""
+    events = list(events)
+    busy = busy_morning(day, tz, events)
+    similar = [n for n in nights if busy_morning(n.wake.astimezone(tz).date(), tz, events) == busy]
+    base = sleep_habits(nights, tz, wake_override, bed_override)
+    at_night = [n for n in similar if is_night_sleep(n, tz)]
+    if len(at_night) < SIMILAR_MIN_NIGHTS:
+        return base
+    out = sleep_habits(at_night, tz, wake_override, bed_override)
+    return replace(out, need_min=base.need_min, nights=base.nights)
+
+
+def _reliably_up(wakes: Sequence[int]) -> float:
+    """The wake-up a plan may count on: nine mornings in ten the person is up by then (the
+    median of fewer than five): a block at the median wake-up finds them asleep every other
+    day."""
+    if len(wakes) < 5:
+        return float(statistics.median(wakes))
+    return float(statistics.quantiles(wakes, n=10)[8])
 
 
 def _minutes_of_day(t: datetime) -> int:
@@ -302,15 +346,19 @@ class ShiftPatterns:
     after_min: float | None = None  # None: the person's need, at most DEFAULT_AFTER_MAX_MIN
     after_seen: int = 0
     after_of: int = 0
+    # the sleep after the last night of a run (a transition day: often shorter), when seen
+    after_last_min: float | None = None
     before_lead_min: float | None = None
     before_min: float | None = None
     before_seen: int = 0
     before_of: int = 0
 
-    def sleep_after(self, c: Commitment, need_min: float) -> SleepSpan | None:
+    def sleep_after(self, c: Commitment, need_min: float, last_of_run: bool = False) -> SleepSpan | None:
         if self.after_lag_min is None:
             return None
         dur = self.after_min if self.after_min is not None else min(need_min, DEFAULT_AFTER_MAX_MIN)
+        if last_of_run and self.after_last_min is not None:
+            dur = self.after_last_min
         start = _round5(c.end + timedelta(minutes=self.after_lag_min))
         end = _round5(start.astimezone(UTC) + timedelta(minutes=dur)).astimezone(c.end.tzinfo)
         if self.after_of:
@@ -328,6 +376,13 @@ class ShiftPatterns:
         why = (f"before {self.before_seen} of your last {self.before_of} first night shifts you slept "
                f"{_hm(self.before_min)} in the afternoon")
         return SleepSpan(start, end, "shift_nap", why)
+
+
+def _upper(values: Sequence[float]) -> float:
+    """The upper quartile (the median of one or two values)."""
+    if len(values) < 3:
+        return float(statistics.median(values))
+    return float(statistics.quantiles(values, n=4)[2])
 
 
 def _round5(t: datetime) -> datetime:
@@ -351,8 +406,10 @@ def shift_patterns(events: Iterable[CalendarEvent], nights: Sequence[Night], tz:
         return ShiftPatterns()
     lo, hi = sleeps[0].bed, sleeps[-1].wake
     lags, durs, of = [], [], 0
+    last_durs: list[float] = []
     leads, bdurs, bof = [], [], 0
     ends = [c.end for c in held]
+    starts = [c.start for c in held]
     for c in held:
         if c.end < lo or c.end + timedelta(hours=AFTER_WITHIN_H) > hi:
             continue
@@ -361,7 +418,9 @@ def shift_patterns(events: Iterable[CalendarEvent], nights: Sequence[Night], tz:
         if after:
             n = min(after, key=lambda n: n.bed)
             lags.append(max(0.0, elapsed_min(c.end, n.bed)))
-            durs.append(n.sleep_min or elapsed_min(n.bed, n.wake))
+            more = any(timedelta(0) <= st - c.end <= timedelta(hours=20) for st in starts)
+            # in bed (not minutes asleep): the time no block may take
+            (durs if more else last_durs).append(elapsed_min(n.bed, n.wake))
         first_of_run = not any(timedelta(0) <= c.start - e <= timedelta(hours=18) for e in ends)
         if first_of_run and c.start - timedelta(hours=BEFORE_WITHIN_H) >= lo:
             bof += 1
@@ -374,8 +433,11 @@ def shift_patterns(events: Iterable[CalendarEvent], nights: Sequence[Night], tz:
     out = ShiftPatterns()
     if of:
         if len(lags) >= PATTERN_SHARE * of:
-            out = replace(out, after_lag_min=float(statistics.median(lags)),
-                          after_min=float(statistics.median(durs)), after_seen=len(lags), after_of=of)
+            # a block right after a sleep that runs long is a block over it: the later quartile
+            mid = durs or last_durs
+            out = replace(out, after_lag_min=float(statistics.median(lags)), after_min=_upper(mid),
+                          after_last_min=_upper(last_durs) if last_durs else None,
+                          after_seen=len(lags), after_of=of)
         else:  # this person does not sleep after their night shifts
             out = replace(out, after_lag_min=None, after_min=None, after_seen=len(lags), after_of=of)
     if bof and leads and len(leads) >= PATTERN_SHARE * bof:
@@ -414,7 +476,7 @@ def frame_day(
                   key=lambda c: c.start, default=None)
     sleeps: list[SleepSpan] = []
     if after is not None:
-        span = patterns.sleep_after(after, habits.need_min)
+        span = patterns.sleep_after(after, habits.need_min, last_of_run=tonight is None)
         if span is not None:
             # a commitment during it (an appointment) cuts it short
             cut = min((c.start for c in held if span.start <= c.start < span.end), default=None)

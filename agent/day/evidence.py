@@ -122,7 +122,8 @@ def person_facts(f: PersonFacts, day: date) -> dict[str, Fact]:
         v = f.meters.get(m)
         if v is None:
             continue
-        side = "above" if v > 0.5 else "below" if v < 0.5 else "at"
+        shown = round(v, 2)  # the side of the number shown ("0.50 above 0.50" is no fact)
+        side = "above" if shown > 0.5 else "below" if shown < 0.5 else "at"
         out[m] = Fact(m, f"{word} {v:.2f}{when} ({side} your usual, 0.50)", abs(v - 0.5) * 4)
     return out
 
@@ -130,7 +131,7 @@ def person_facts(f: PersonFacts, day: date) -> dict[str, Fact]:
 def sleep_fact(nights: Sequence[Night], before: datetime, tz: Any) -> Fact | None:
     """The last main sleep that ended before ``before`` (a night's sleep is "last night"; a
     day sleep after a night shift says when it was), against the person's usual sleep of the
-    same kind (night or day) over the four weeks before it; elapsed time."""
+    same kind (night or day) over the four weeks before ``before``; elapsed time."""
     past = sorted((n for n in nights if n.wake <= before), key=lambda n: n.wake)
     if not past:
         return None
@@ -138,7 +139,7 @@ def sleep_fact(nights: Sequence[Night], before: datetime, tz: Any) -> Fact | Non
     mins = last.sleep_min if last.sleep_min is not None else elapsed_min(last.bed, last.wake)
     night = is_night_sleep(last, tz)
     same = [n.sleep_min if n.sleep_min is not None else elapsed_min(n.bed, n.wake) for n in past[:-1]
-            if is_night_sleep(n, tz) == night and n.wake >= last.wake - timedelta(days=BASELINE_DAYS)]
+            if is_night_sleep(n, tz) == night and n.wake >= before - timedelta(days=BASELINE_DAYS)]
     usual = float(statistics.median(same)) if len(same) >= MIN_BASELINE_DAYS else None
     local_bed, local_wake = last.bed.astimezone(tz), last.wake.astimezone(tz)
     if night and before.astimezone(tz) - local_wake < timedelta(hours=18):

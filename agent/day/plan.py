@@ -40,8 +40,8 @@ from agent.day.calendar import (
     SleepSpan,
     elapsed_min,
     frame_day,
+    habits_for,
     shift_patterns,
-    sleep_habits,
     slot_of_time,
     slot_window,
 )
@@ -178,10 +178,13 @@ class DayPlanner:
         # only what is known at planning time: sleeps that ended before now (or the day's start)
         cutoff = x.now if x.now is not None else slot_window(x.day, 0, x.tz)[0]
         nights = [n for n in x.nights if n.wake <= cutoff]
-        habits = sleep_habits(nights, x.tz, x.wake_override, x.bed_override)
-        patterns = shift_patterns([e for e in (*x.past_events, *x.events) if e.end <= cutoff], nights, x.tz)
+        calendar = [*x.past_events, *x.events]
+        habits = habits_for(x.day, nights, calendar, x.tz, x.wake_override, x.bed_override)
+        patterns = shift_patterns([e for e in calendar if e.end <= cutoff], nights, x.tz)
         today = frame_day(x.day, x.tz, x.events, habits, now=x.now, patterns=patterns)
-        tomorrow = frame_day(x.day + timedelta(days=1), x.tz, x.events, habits, patterns=patterns)
+        tomorrow_habits = habits_for(x.day + timedelta(days=1), nights, calendar, x.tz, x.wake_override,
+                                     x.bed_override)
+        tomorrow = frame_day(x.day + timedelta(days=1), x.tz, x.events, tomorrow_habits, patterns=patterns)
         first = _first_slot(x.day, x.now, x.tz)
         notes: list[str] = []
         if habits.source == "default":
