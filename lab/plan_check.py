@@ -232,7 +232,7 @@ def check_fact(db: Any, tz: Any, day: date, now: datetime, text: str, block: dic
                     and (f.get("q_value") or 1) <= 0.05 and f["effect"] * fitted < 0):
                 return False
         return True
-    if re.fullmatch(r"(after|before) \d+ of your last \d+ (first )?night shifts you slept .*", text):
+    if re.fullmatch(r"(after|before) \d+ of your last \d+ (first )?night shifts you (slept|were asleep) .*", text):
         return True  # the person's own pattern (recomputed by the tests of agent.day.calendar)
     if text.startswith("after a night shift: sleep soon after it ends"):
         return True

@@ -41,8 +41,9 @@ DURATIONS: dict[str, tuple[int, int, int]] = {
     "SLEEP": (15, 25, 45),
 }
 BUFFER_MIN = 10  # between a commitment's end and a block
-WAKE_UP_MIN = 15  # between waking up and a first block
+WAKE_UP_MIN = 30  # between waking up and a first block (up, dressed, breakfast)
 EXERCISE_BEFORE_BED_MIN = 90  # no workout in the last 90 minutes before bed (sleep hygiene)
+WIND_DOWN_MIN = 30  # no other block in the last half hour before bed (half the nights start earlier)
 SLEEP_IN_MAX_MIN = 90
 SLEEP_IN_MIN_MIN = 30
 LATENCY_MIN = 15  # falling asleep
@@ -71,7 +72,8 @@ def _round_up(t: datetime, step: int = 5) -> datetime:
 
 def _usable(frame: DayFrame, w: Window, action: str | None = None) -> tuple[datetime, datetime]:
     """The part of a free window a block may use: a buffer after a commitment ending at its
-    start, a quarter of an hour after waking up, and no workout close to bedtime."""
+    start, half an hour after waking up, no workout close to bedtime and no block in the
+    half hour before it."""
     start, end = w.start, w.end
     if any(abs((c.end - w.start).total_seconds()) < 60 for c in frame.commitments):
         start = start + timedelta(minutes=BUFFER_MIN)
@@ -79,6 +81,8 @@ def _usable(frame: DayFrame, w: Window, action: str | None = None) -> tuple[date
         start = start + timedelta(minutes=WAKE_UP_MIN)
     if action == "EXERCISE":
         end = min(end, frame.bed - timedelta(minutes=EXERCISE_BEFORE_BED_MIN))
+    elif action is not None and action != "SLEEP" and frame.tonight is None:
+        end = min(end, frame.bed - timedelta(minutes=WIND_DOWN_MIN))
     return _round_up(start), end
 
 
@@ -155,6 +159,8 @@ def bedtime(
     ready); never before 20:30 nor before tonight's last commitment ends."""
     must_wake = next_wake
     reason = f"your usual bedtime {habits.bed:%H:%M}"
+    if frame.after is not None and frame.tonight is None:
+        reason = f"an early night after your last night shift (ended {frame.after.end:%H:%M})"
     if next_first_start is not None and next_first_start - timedelta(minutes=GET_READY_MIN) < next_wake:
         must_wake = next_first_start - timedelta(minutes=GET_READY_MIN)
     latest = must_wake - timedelta(minutes=habits.need_min + LATENCY_MIN)

@@ -317,6 +317,7 @@ AFTER_WITHIN_H = 10  # a sleep starting this long after an overnight ends is the
 BEFORE_WITHIN_H = 8  # a day sleep ending this long before a first overnight is the sleep before it
 DEFAULT_AFTER_LAG_MIN = 30  # no history: asleep half an hour after it ends ...
 DEFAULT_AFTER_MAX_MIN = 420  # ... for the person's sleep need, at most 7 h
+TRANSITION_EARLIER_MIN = 60  # no history: the transition day's night starts an hour early
 PATTERN_SHARE = 0.5  # a pattern is the person's when it follows at least half of their overnights
 
 
@@ -348,6 +349,8 @@ class ShiftPatterns:
     after_of: int = 0
     # the sleep after the last night of a run (a transition day: often shorter), when seen
     after_last_min: float | None = None
+    # the transition day's bedtime (after the last night of a run: an early night), when seen
+    transition_bed: time | None = None
     before_lead_min: float | None = None
     before_min: float | None = None
     before_seen: int = 0
@@ -362,8 +365,8 @@ class ShiftPatterns:
         start = _round5(c.end + timedelta(minutes=self.after_lag_min))
         end = _round5(start.astimezone(UTC) + timedelta(minutes=dur)).astimezone(c.end.tzinfo)
         if self.after_of:
-            why = (f"after {self.after_seen} of your last {self.after_of} night shifts you slept "
-                   f"{_hm(dur)}, from {self.after_lag_min:.0f} min after the end")
+            why = (f"after {self.after_seen} of your last {self.after_of} night shifts you were asleep "
+                   f"{self.after_lag_min:.0f} min after the end, for up to {_hm(dur)}")
         else:
             why = f"after a night shift: sleep soon after it ends ({_hm(dur)}, your usual sleep)"
         return SleepSpan(start, end, "day_sleep", why)
@@ -383,6 +386,13 @@ def _upper(values: Sequence[float]) -> float:
     if len(values) < 3:
         return float(statistics.median(values))
     return float(statistics.quantiles(values, n=4)[2])
+
+
+def _lower(values: Sequence[float]) -> float:
+    """The lower quartile (the median of one or two values)."""
+    if len(values) < 3:
+        return float(statistics.median(values))
+    return float(statistics.quantiles(values, n=4)[0])
 
 
 def _round5(t: datetime) -> datetime:
@@ -407,6 +417,7 @@ def shift_patterns(events: Iterable[CalendarEvent], nights: Sequence[Night], tz:
     lo, hi = sleeps[0].bed, sleeps[-1].wake
     lags, durs, of = [], [], 0
     last_durs: list[float] = []
+    beds: list[float] = []
     leads, bdurs, bof = [], [], 0
     ends = [c.end for c in held]
     starts = [c.start for c in held]
@@ -419,8 +430,15 @@ def shift_patterns(events: Iterable[CalendarEvent], nights: Sequence[Night], tz:
             n = min(after, key=lambda n: n.bed)
             lags.append(max(0.0, elapsed_min(c.end, n.bed)))
             more = any(timedelta(0) <= st - c.end <= timedelta(hours=20) for st in starts)
-            # in bed (not minutes asleep): the time no block may take
-            (durs if more else last_durs).append(elapsed_min(n.bed, n.wake))
+            # from the end of the shift to waking up (in bed, not minutes asleep): the time no
+            # block may take
+            (durs if more else last_durs).append(elapsed_min(c.end, n.wake))
+            if not more:  # the transition day's night: an early one
+                nxt = [m for m in sleeps if m.bed > n.wake and m.bed <= n.wake + timedelta(hours=16)
+                       and is_night_sleep(m, tz)]
+                if nxt:
+                    b = nxt[0].bed.astimezone(tz)
+                    beds.append(b.hour * 60 + b.minute + (24 * 60 if b.hour < 12 else 0))
         first_of_run = not any(timedelta(0) <= c.start - e <= timedelta(hours=18) for e in ends)
         if first_of_run and c.start - timedelta(hours=BEFORE_WITHIN_H) >= lo:
             bof += 1
@@ -434,12 +452,15 @@ def shift_patterns(events: Iterable[CalendarEvent], nights: Sequence[Night], tz:
     if of:
         if len(lags) >= PATTERN_SHARE * of:
             # a block right after a sleep that runs long is a block over it: the later quartile
+            lag = float(statistics.median(lags))
             mid = durs or last_durs
-            out = replace(out, after_lag_min=float(statistics.median(lags)), after_min=_upper(mid),
-                          after_last_min=_upper(last_durs) if last_durs else None,
+            out = replace(out, after_lag_min=lag, after_min=max(60.0, _upper(mid) - lag),
+                          after_last_min=max(60.0, _upper(last_durs) - lag) if last_durs else None,
                           after_seen=len(lags), after_of=of)
         else:  # this person does not sleep after their night shifts
             out = replace(out, after_lag_min=None, after_min=None, after_seen=len(lags), after_of=of)
+    if beds:
+        out = replace(out, transition_bed=_clock(_lower(beds)))
     if bof and leads and len(leads) >= PATTERN_SHARE * bof:
         out = replace(out, before_lead_min=float(statistics.median(leads)),
                       before_min=float(statistics.median(bdurs)), before_seen=len(leads), before_of=bof)
@@ -502,6 +523,10 @@ def frame_day(
                     c.end > span.start and c.start < span.end for c in held if c is not tonight):
                 sleeps.append(span)
     else:  # ... and a late show
+        if after is not None:  # the transition day after the last night of a run: an early night
+            early = (_at(day, patterns.transition_bed, tz, evening=True) if patterns.transition_bed is not None
+                     else bed - timedelta(minutes=TRANSITION_EARLIER_MIN))
+            bed = min(bed, early)
         bed = max([bed, *(c.end for c in held if c.end <= hi + timedelta(hours=3) and not is_overnight(c, tz))])
     if bed < wake:
         bed = wake
