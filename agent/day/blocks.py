@@ -77,8 +77,9 @@ def _usable(frame: DayFrame, w: Window, action: str | None = None) -> tuple[date
     start, end = w.start, w.end
     if any(abs((c.end - w.start).total_seconds()) < 60 for c in frame.commitments):
         start = start + timedelta(minutes=BUFFER_MIN)
-    if abs((w.start - frame.wake).total_seconds()) < 60:
-        start = start + timedelta(minutes=WAKE_UP_MIN)
+    if abs((w.start - frame.wake).total_seconds()) < 60 or any(
+            abs((w.start - sp.end).total_seconds()) < 60 for sp in frame.sleeps):
+        start = w.start + timedelta(minutes=WAKE_UP_MIN)  # up from the night or a day sleep
     if action == "EXERCISE":
         end = min(end, frame.bed - timedelta(minutes=EXERCISE_BEFORE_BED_MIN))
     elif action is not None and action != "SLEEP" and frame.tonight is None:
@@ -136,6 +137,8 @@ def _place_sleep(
             return Placement(w.start, w.start + timedelta(minutes=dur), "sleep_in", w)
         return None
     if slot == 2:  # the evening: an early night, if the end of the evening is free
+        if frame.tonight is not None:
+            return None  # a night shift tonight: no early night (its sleep comes after it)
         last = windows[-1]
         if abs((last.end - frame.bed).total_seconds()) < 60 and last.minutes >= EARLY_NIGHT_MIN:
             start = _round_up(frame.bed - timedelta(minutes=EARLY_NIGHT_MIN))
@@ -159,7 +162,8 @@ def bedtime(
     ready); never before 20:30 nor before tonight's last commitment ends."""
     must_wake = next_wake
     reason = f"your usual bedtime {habits.bed:%H:%M}"
-    if frame.after is not None and frame.tonight is None:
+    usual = datetime.combine(frame.day + timedelta(days=1 if habits.bed.hour < 12 else 0), habits.bed, tzinfo=frame.tz)
+    if frame.after is not None and frame.tonight is None and frame.bed < usual:
         reason = f"an early night after your last night shift (ended {frame.after.end:%H:%M})"
     if next_first_start is not None and next_first_start - timedelta(minutes=GET_READY_MIN) < next_wake:
         must_wake = next_first_start - timedelta(minutes=GET_READY_MIN)

@@ -462,8 +462,11 @@ def shift_patterns(events: Iterable[CalendarEvent], nights: Sequence[Night], tz:
     if beds:
         out = replace(out, transition_bed=_clock(_lower(beds)))
     if bof and leads and len(leads) >= PATTERN_SHARE * bof:
-        out = replace(out, before_lead_min=float(statistics.median(leads)),
-                      before_min=float(statistics.median(bdurs)), before_seen=len(leads), before_of=bof)
+        # the span no block may take: from the earliest usual start to the latest usual end
+        lead = _lower(leads)
+        starts_before = [lead_ + d for lead_, d in zip(leads, bdurs, strict=True)]
+        out = replace(out, before_lead_min=lead, before_min=max(30.0, _upper(starts_before) - lead),
+                      before_seen=len(leads), before_of=bof)
     return out
 
 
