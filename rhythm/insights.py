@@ -91,10 +91,11 @@ def find_insights(
 
 
 def contradicted_effects(db: Any, tz: Any, departures: Iterable[dict[str, Any]], before: date,
-                         q_max: float = 0.05) -> set[tuple[str, str]]:
+                         q_max: float = 0.1) -> set[tuple[str, str]]:
     """(action, meter) of the fitted departures (``agent.personal`` ``departures()`` with
     action and meter names and ``fitted``) that the insights on the same stored days
-    contradict: a finding (q <= ``q_max``) for doing the action (in any slot) on that meter
+    contradict: a finding (q <= ``q_max``, what `rhythm insights` shows) for doing the action
+    (in any slot) on that meter
     (any slot, same or next day) with the opposite sign. Such a fitted effect is neither used
     nor shown by the plan (issue 36: one truth). Reads ``db`` (the caller's connection);
     the days before ``before``."""

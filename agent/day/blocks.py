@@ -77,9 +77,12 @@ def _usable(frame: DayFrame, w: Window, action: str | None = None) -> tuple[date
     start, end = w.start, w.end
     if any(abs((c.end - w.start).total_seconds()) < 60 for c in frame.commitments):
         start = start + timedelta(minutes=BUFFER_MIN)
-    if abs((w.start - frame.wake).total_seconds()) < 60 or any(
-            abs((w.start - sp.end).total_seconds()) < 60 for sp in frame.sleeps):
-        start = w.start + timedelta(minutes=WAKE_UP_MIN)  # up from the night or a day sleep
+    up = frame.wake + timedelta(minutes=WAKE_UP_MIN)  # up from the night ...
+    if frame.wake - timedelta(minutes=1) <= w.start < up:
+        start = max(start, up)
+    for sp in frame.sleeps:  # ... or from a day sleep
+        if sp.end - timedelta(minutes=1) <= w.start < sp.end + timedelta(minutes=WAKE_UP_MIN):
+            start = max(start, sp.end + timedelta(minutes=WAKE_UP_MIN))
     if action == "EXERCISE":
         end = min(end, frame.bed - timedelta(minutes=EXERCISE_BEFORE_BED_MIN))
     elif action is not None and action != "SLEEP" and frame.tonight is None:
