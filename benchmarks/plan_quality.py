@@ -17,7 +17,7 @@ then judged from the database alone (``lab.plan_check``) and counted per person 
 - asleep: non-SLEEP blocks while the person sleeps by their own data (0);
 - missing sleep: sleeps of 3 h or more in the planned day without a SLEEP block (0);
 - wrong evidence: evidence sentences whose numbers the database does not give back, or that
-  ``rhythm insights`` on the same data contradicts (0); sentences no rule parses are
+  ``rhythm insights`` on the same days (those before the plan) contradicts (0); sentences no rule parses are
   counted apart (unchecked).
 
 Progress goes to stderr; the table (markdown, or ``--json``) to stdout.
@@ -36,7 +36,7 @@ import re  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from datetime import datetime  # noqa: E402
+from datetime import datetime, timedelta  # noqa: E402
 from datetime import time as clock  # noqa: E402
 from pathlib import Path  # noqa: E402
 from zoneinfo import ZoneInfo  # noqa: E402
@@ -64,12 +64,12 @@ def run_person(seed: int, days: int, root: Path, verbose: bool = False) -> dict:
     with open_db(s.database) as db:
         write_records(db, list(p.records))
     jobs.map_data(s, now=datetime.combine(p.last, clock(23), tz))
-    findings = find_insights(s, q_max=0.05)
     row = {"person": p.name, "kind": p.kind, "lang": p.lang, "zone": p.zone, "days": len(p.plan_days),
            **{k: 0 for k in COLUMNS}, "examples": []}
     for day in p.plan_days:
         now = datetime.combine(day, clock(6), tz)
         jobs.recommend(s, day, now=now)
+        findings = find_insights(s, until=day - timedelta(days=1))  # what `rhythm insights` showed then
         with open_db(s.database, read_only=True) as db:
             c = check_day(db, tz, day, now, sleeps=p.sleeps, findings=findings)
         row["blocks"] += c.blocks

@@ -11,8 +11,8 @@ recommend`` stored for ``day`` and recomputes, with its own SQL, what a person c
   no SLEEP block over it;
 - *evidence*: every evidence sentence parsed and its numbers recomputed from the stored
   rows (sleep sessions, samples, events, slot actions, meters, the stored belief), and a
-  fitted effect checked against the insights' findings (``findings``: ``rhythm insights``
-  dicts); a sentence whose numbers do not match, or which the insights contradict, is
+  fitted effect checked against the insights' findings (``findings``: what ``rhythm
+  insights`` shows on the days before the plan, ``find_insights(settings, until=day - 1)``); a sentence whose numbers do not match, or which the insights contradict, is
   counted, and a sentence no rule knows is counted apart (``unchecked``).
 
 Shared by ``benchmarks/plan_quality.py`` and the tests; never imported by the product.
@@ -228,8 +228,8 @@ def check_fact(db: Any, tz: Any, day: date, now: datetime, text: str, block: dic
     if m:
         fitted = float(m["f"])
         for f in findings:
-            if (f["factor"].startswith(f"action:{m['a']}") and f["meter"].split("@")[0] == m["m"]
-                    and (f.get("q_value") or 1) <= 0.05 and f["effect"] * fitted < 0):
+            if (f["factor"].split("@")[0] == f"action:{m['a']}" and f["meter"].split("@")[0] == m["m"]
+                    and f["effect_unit"] == "meter" and f["effect"] * fitted < 0):
                 return False
         return True
     if re.fullmatch(r"(after|before) \d+ of your last \d+ (first )?night shifts you (slept|were asleep) .*", text):

@@ -41,6 +41,7 @@ def run_insights(
     since: date | str | None = None,
     *,
     q_max: float = 0.1,
+    until: date | None = None,
 ) -> InsightResult:
     """The whole analysis: every factor (the built-in set when ``factors`` is empty) against
     every meter, over the days with stored meters on or after ``since``."""
@@ -59,7 +60,7 @@ def run_insights(
         if span is None:
             return empty
         first = max(start, span[0]) if start else span[0]
-        last = span[1]
+        last = span[1] if until is None else min(span[1], until)
         if last < first:
             return empty
         slots, rows = store.insight_rows(
@@ -76,10 +77,12 @@ def find_insights(
     *,
     q_max: float = 0.1,
     include_all: bool = False,
+    until: date | None = None,
 ) -> list[dict[str, Any]]:
     """The findings (q <= ``q_max``) as plain dicts, the most certain first; with
-    ``include_all``, every comparison of the run (tested or not) after them."""
-    result = run_insights(settings, factors, since, q_max=q_max)
+    ``include_all``, every comparison of the run (tested or not) after them; ``until``: the
+    days up to it only (what a plan of the day after saw)."""
+    result = run_insights(settings, factors, since, q_max=q_max, until=until)
     found = result.findings
     out = [c.to_dict() for c in found]
     if include_all:

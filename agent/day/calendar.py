@@ -251,6 +251,11 @@ def habits_for(
     commitment before 10:00, by the calendar), when there are at least four of them: a
     person sleeps in on free mornings and gets up for the busy ones."""
     events = list(events)
+    # a sleep soon after an overnight commitment is that shift's day sleep, whatever its clock
+    ends = [c.end for c in commitments(events, datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+            if is_overnight(c, tz)]
+    nights = [n for n in nights if not any(
+        e - timedelta(minutes=30) <= n.bed <= e + timedelta(hours=AFTER_WITHIN_H) for e in ends)] or list(nights)
     busy = busy_morning(day, tz, events)
     similar = [n for n in nights if busy_morning(n.wake.astimezone(tz).date(), tz, events) == busy]
     base = sleep_habits(nights, tz, wake_override, bed_override)
