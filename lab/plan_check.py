@@ -6,11 +6,12 @@ recommend`` stored for ``day`` and recomputes, with its own SQL, what a person c
 - *overlaps*: a block over a commitment (an event that holds time: not cancelled, declined,
   transparent or all-day, not one of Rhythm's own blocks) or over another block;
 - *asleep*: a non-SLEEP block while the person sleeps by their own data (``sleeps``: the
-  true sleeps, else the stored sleep sessions);
+  true sleeps, else the stored main sleeps as the product merges them, one source a day);
 - *missing sleep*: a sleep of 3 h or more starting in the planned day (06:00 to 06:00) with
   no SLEEP block over it;
 - *evidence*: every evidence sentence parsed and its numbers recomputed from the stored
-  rows (sleep sessions, samples, events, slot actions, meters, the stored belief), and a
+  rows (the merged sleep sessions and samples the product shows, events, slot actions, the
+  stored belief), and a
   fitted effect checked against the insights' findings (``findings``: what ``rhythm
   insights`` shows on the days before the plan, ``find_insights(settings, until=day - 1)``); a sentence whose numbers do not match, or which the insights contradict, is
   counted, and a sentence no rule knows is counted apart (``unchecked``).
@@ -87,7 +88,7 @@ def commitments(db: Any, lo: datetime, hi: datetime) -> list[tuple[datetime, dat
 
 def sleep_sessions(db: Any) -> list[tuple[datetime, datetime, float | None]]:
     """Every stored main sleep, pieces under an hour apart joined: (start, end, minutes asleep)."""
-    rows = db.con.execute("SELECT start_ts, end_ts, sleep_min FROM sleep_sessions WHERE NOT is_nap "
+    rows = db.con.execute("SELECT start_ts, end_ts, sleep_min FROM sleep_sessions_merged WHERE NOT is_nap "
                           "ORDER BY start_ts").fetchall()
     out: list[list[Any]] = []
     for s, e, m in rows:
@@ -137,7 +138,7 @@ def _done_days(db: Any, action: str, lo: date, hi: date, before: datetime, tz: A
 
 def _daily_mean(db: Any, metric: str) -> dict[date, float]:
     return {d: float(v) for d, v in db.con.execute(
-        "SELECT local_day, avg(value) FROM samples WHERE metric = ? GROUP BY 1", [metric]).fetchall()}
+        "SELECT local_day, avg(value) FROM samples_merged WHERE metric = ? GROUP BY 1", [metric]).fetchall()}
 
 
 def check_fact(db: Any, tz: Any, day: date, now: datetime, text: str, block: dict[str, Any],
@@ -194,7 +195,7 @@ def check_fact(db: Any, tz: Any, day: date, now: datetime, text: str, block: dic
     if m:
         y = day - timedelta(days=1)
         steps = {d: float(v) for d, v in db.con.execute(
-            "SELECT local_day, sum(value) FROM samples WHERE metric = 'steps' GROUP BY 1").fetchall()}
+            "SELECT local_day, sum(value) FROM samples_merged WHERE metric = 'steps' GROUP BY 1").fetchall()}
         if y not in steps or f"{steps[y]:,.0f}" != m["v"]:
             return False
         if m["u"]:
