@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
-from agent.day.calendar import DayFrame, SleepHabits, Window, slot_window
+from agent.day.calendar import DayFrame, SleepHabits, Window, shifted, slot_window
 
 DURATIONS: dict[str, tuple[int, int, int]] = {
     "DEEP_WORK": (60, 90, 120),
@@ -168,9 +168,9 @@ def bedtime(
     usual = datetime.combine(frame.day + timedelta(days=1 if habits.bed.hour < 12 else 0), habits.bed, tzinfo=frame.tz)
     if frame.after is not None and frame.tonight is None and frame.bed < usual:
         reason = f"an early night after your last night shift (ended {frame.after.end:%H:%M})"
-    if next_first_start is not None and next_first_start - timedelta(minutes=GET_READY_MIN) < next_wake:
-        must_wake = next_first_start - timedelta(minutes=GET_READY_MIN)
-    latest = must_wake - timedelta(minutes=habits.need_min + LATENCY_MIN)
+    if next_first_start is not None and shifted(next_first_start, -GET_READY_MIN) < next_wake:
+        must_wake = shifted(next_first_start, -GET_READY_MIN)
+    latest = shifted(must_wake, -(habits.need_min + LATENCY_MIN))  # elapsed: a DST night is 23 or 25 h
     bed = frame.bed
     if latest < bed:
         bed = latest

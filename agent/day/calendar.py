@@ -53,6 +53,12 @@ def elapsed_min(a: datetime, b: datetime) -> float:
     return (b.astimezone(UTC) - a.astimezone(UTC)).total_seconds() / 60.0
 
 
+def shifted(t: datetime, minutes: float) -> datetime:
+    """``t`` plus ``minutes`` of elapsed time, in ``t``'s zone (``t + timedelta`` moves the
+    wall clock: an hour off across a DST change)."""
+    return (t.astimezone(UTC) + timedelta(minutes=minutes)).astimezone(t.tzinfo)
+
+
 @dataclass(frozen=True)
 class CalendarEvent:
     """One stored event occurrence, as the planner needs it."""
@@ -367,8 +373,8 @@ class ShiftPatterns:
         dur = self.after_min if self.after_min is not None else min(need_min, DEFAULT_AFTER_MAX_MIN)
         if last_of_run and self.after_last_min is not None:
             dur = self.after_last_min
-        start = _round5(c.end + timedelta(minutes=self.after_lag_min))
-        end = _round5(start.astimezone(UTC) + timedelta(minutes=dur)).astimezone(c.end.tzinfo)
+        start = _round5(shifted(c.end, self.after_lag_min))
+        end = _round5(shifted(start, dur))
         if self.after_of:
             why = (f"after {self.after_seen} of your last {self.after_of} night shifts you were asleep "
                    f"{self.after_lag_min:.0f} min after the end, for up to {_hm(dur)}")
@@ -379,8 +385,8 @@ class ShiftPatterns:
     def sleep_before(self, c: Commitment) -> SleepSpan | None:
         if self.before_lead_min is None or self.before_min is None:
             return None
-        end = _round5(c.start - timedelta(minutes=self.before_lead_min))
-        start = _round5(end.astimezone(UTC) - timedelta(minutes=self.before_min)).astimezone(c.start.tzinfo)
+        end = _round5(shifted(c.start, -self.before_lead_min))
+        start = _round5(shifted(end, -self.before_min))
         why = (f"before {self.before_seen} of your last {self.before_of} first night shifts you slept "
                f"{_hm(self.before_min)} in the afternoon")
         return SleepSpan(start, end, "shift_nap", why)

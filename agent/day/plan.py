@@ -40,6 +40,7 @@ from agent.day.calendar import (
     SleepSpan,
     elapsed_min,
     frame_day,
+    shifted,
     habits_for,
     shift_patterns,
     slot_of_time,
@@ -274,9 +275,9 @@ class DayPlanner:
         nxt_first = min((c.start for c in tomorrow.commitments if c.start >= tomorrow.wake - timedelta(hours=3)),
                         default=None)
         bed, bed_reason = bedtime(today, nxt_first, habits, tomorrow.wake)
-        night = (bed, max(tomorrow.wake, bed + timedelta(minutes=habits.need_min)))
+        night = (bed, max(tomorrow.wake, shifted(bed, habits.need_min)))
         if nxt_first is not None and nxt_first < tomorrow.wake:
-            night = (bed, nxt_first - timedelta(minutes=60))
+            night = (bed, shifted(nxt_first, -60))
         if tomorrow.sleeps and tomorrow.sleeps[0].start < night[1]:
             night = (bed, max(bed + timedelta(minutes=60), tomorrow.sleeps[0].start))
 

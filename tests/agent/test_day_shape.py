@@ -167,3 +167,18 @@ def test_no_meditation_in_14_days_counts_the_calendars_meditation_class():
     later = CalendarEvent(at(day, 9), at(day, 10), "Meditación", "MEDITATE")
     f = since_fact("MEDITATE", recent, day, events=[hold, later], before=at(day, 6))
     assert f is not None and f.text == "no meditate in your last 14 days"
+
+
+def test_the_bedtime_before_an_early_start_counts_the_dst_nights_lost_hour():
+    """Spring forward (New York, 9 March 2025): a 07:00 start after a 23-hour day. Eight
+    hours of sleep plus 15 minutes to fall asleep and an hour to get ready is 9 h 15 of
+    elapsed time before 07:00 EDT: 20:45 EST, not the wall clock's 21:45."""
+    day = date(2025, 3, 8)
+    nights_ = [Night(at(day - timedelta(days=i), 23), at(day - timedelta(days=i - 1), 7), 480.0) for i in range(1, 15)]
+    start = at(day + timedelta(days=1), 7)
+    ev = CalendarEvent(start, after_hours(start, 8), "Turno de día", "ADMIN_WORK")
+    dp = DayPlanner(planner_inputs([ev], nights_, day=day, now=at(day, 6))).plan()
+    bed = next(b for b in dp.blocks if b.kind == "bedtime")
+    assert elapsed_min(bed.start, start) >= 8 * 60 + 15 + 60
+    assert bed.start == at(day, 20, 45)
+    assert "07:00 start" in bed.rationale

@@ -8,7 +8,7 @@ sleep; a fitted effect the insights contradict is neither used nor shown. Genera
 from __future__ import annotations
 
 import json
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -89,3 +89,34 @@ def test_the_night_nurses_shift_days_read_as_shift_days(tmp_path):
         tonight = p.shifts.get(day)
         if tonight is not None and tonight.kind == "night":
             assert "bedtime" not in kinds and "early_night" not in kinds
+
+
+@pytest.mark.slow
+def test_a_fitted_effect_rhythm_insights_contradicts_is_not_shown(tmp_path):
+    """A generated night nurse whose fitted dynamics say sleep lowers her vitality (her day
+    sleeps after 12-hour shifts) while the insights on the same days find a night's sleep
+    raises it (at q <= 0.1 among the sleep factors; `rhythm insights` over all her days too):
+    the plan neither shows nor uses that entry."""
+    from common.records import ACTIONS, METERS
+    from rhythm import jobs
+    from rhythm.insights import contradicted_effects, find_insights
+    from rhythm.personal import personal_dynamics
+    from storage import open_db
+
+    p = shift_person(14, plan_days=14)
+    tz = ZoneInfo(p.zone)
+    s = _home(tmp_path, p)
+    day = date(2025, 3, 24)
+    assert day in p.plan_days
+    with open_db(s.database, read_only=True) as db:
+        dyn = personal_dynamics(db, day)
+        deps = [{**d, "action": ACTIONS[d["action"]], "meter": METERS[d["meter"]]} for d in dyn.departures()]
+        vetoed = contradicted_effects(db, tz, deps, day)
+    fitted = {(d["action"], d["meter"]): d["fitted"] for d in deps}
+    assert ("SLEEP", "vitality") in vetoed and fitted[("SLEEP", "vitality")] < 0
+    shown = find_insights(s)  # all her stored days: a night's sleep raises her vitality
+    assert any(f["factor"].startswith("action:SLEEP") and f["meter"].startswith("vitality") and f["effect"] > 0
+               for f in shown)
+    plan = jobs.recommend(s, day, now=datetime.combine(day, time(6), tz))
+    for sl in plan.slots:
+        assert not any(e.startswith("your data: SLEEP leaves your vitality") for e in sl.evidence)
