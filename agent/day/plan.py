@@ -40,9 +40,9 @@ from agent.day.calendar import (
     SleepSpan,
     elapsed_min,
     frame_day,
-    shifted,
     habits_for,
     shift_patterns,
+    shifted,
     slot_of_time,
     slot_window,
 )
