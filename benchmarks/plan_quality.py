@@ -108,7 +108,8 @@ def table(rows: list[dict], seconds: float) -> str:
 def write_section(path: Path, body: str, argv: str) -> None:
     text = path.read_text() if path.exists() else ""
     cmd = "python benchmarks/plan_quality.py" + (f" {argv}" if argv else "")
-    section = (f"## {SECTION}\n\n`{cmd}` (issue 36): generated people of six "
+    what = "" if argv else " (30 people, 14 planned days each)"
+    section = (f"## {SECTION}\n\n`{cmd}`{what} (issue 36): generated people of six "
                "kinds (office, rotating shift worker, night-shift nurse, parent, student, retiree), calendars in "
                "English, Spanish, German and French, zones whose DST change falls inside the planned days; "
                "each through the storage writer, `rhythm map` and `rhythm recommend` at 06:00 of every planned "
