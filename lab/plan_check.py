@@ -9,7 +9,8 @@ recommend`` stored for ``day`` and recomputes, with its own SQL, what a person c
   true sleeps, else the stored main sleeps as the product merges them, one source a day);
 - *missing sleep*: a sleep of 3 h or more starting in the planned day (06:00 to 06:00) with
   no SLEEP block over it;
-- *evidence*: every evidence sentence parsed and its numbers recomputed from the stored
+- *evidence*: every evidence sentence parsed and its numbers recomputed (plain reads of
+  ``storage.audit``, the logic here) from the stored
   rows (the merged sleep sessions and samples the product shows, events, slot actions, the
   stored belief), and a
   fitted effect checked against the insights' findings (``findings``: what ``rhythm
@@ -32,6 +33,7 @@ from typing import Any
 from common.records import ACTIONS, SLOTS
 from common.timeutil import slot_of
 from mapping.actions import counts_as_done
+from storage import audit
 
 NIGHT_MID = (21 * 60, 9 * 60 + 30)
 PIECE_GAP_S = 3600
@@ -55,16 +57,8 @@ def _utc(t: Any) -> datetime:
 
 def stored_blocks(db: Any, day: date) -> list[dict[str, Any]]:
     """The latest plan stored for ``day`` (one recommend run: one created_at)."""
-    rows = db.con.execute(
-        "SELECT id, slot, action, start_ts, end_ts, kind, rationale, evidence, expected_effect, created_at, "
-        "belief_social, belief_morning, belief_work, belief_sd_social, belief_sd_morning, belief_sd_work "
-        "FROM recommendations WHERE local_day = ? AND created_at = "
-        "(SELECT max(created_at) FROM recommendations WHERE local_day = ?) ORDER BY start_ts", [day, day]).fetchall()
-    keys = ("id", "slot", "action", "start", "end", "kind", "rationale", "evidence", "effect", "created",
-            "b_social", "b_morning", "b_work", "sd_social", "sd_morning", "sd_work")
     out = []
-    for r in rows:
-        d = dict(zip(keys, r, strict=True))
+    for d in audit.latest_plan(db, day):
         d["start"], d["end"] = _utc(d["start"]), _utc(d["end"])
         d["evidence"] = json.loads(d["evidence"]) if d["evidence"] else []
         out.append(d)
@@ -73,11 +67,8 @@ def stored_blocks(db: Any, day: date) -> list[dict[str, Any]]:
 
 def commitments(db: Any, lo: datetime, hi: datetime) -> list[tuple[datetime, datetime, str | None, str | None]]:
     """(start, end, action, title) of the events that hold time in [lo, hi)."""
-    rows = db.con.execute(
-        "SELECT start_ts, end_ts, action, title, status, transparency, self_response, all_day, event_id "
-        "FROM events WHERE end_ts > ? AND start_ts < ?", [lo, hi]).fetchall()
     out = []
-    for s, e, action, title, status, transp, resp, all_day, eid in rows:
+    for s, e, action, title, status, transp, resp, all_day, eid in audit.events_overlapping(db, lo, hi):
         if all_day or (status or "confirmed") == "cancelled" or (resp or "") == "declined":
             continue
         if (transp or "opaque") == "transparent" or str(eid).endswith("rhythm"):
@@ -88,10 +79,8 @@ def commitments(db: Any, lo: datetime, hi: datetime) -> list[tuple[datetime, dat
 
 def sleep_sessions(db: Any) -> list[tuple[datetime, datetime, float | None]]:
     """Every stored main sleep, pieces under an hour apart joined: (start, end, minutes asleep)."""
-    rows = db.con.execute("SELECT start_ts, end_ts, sleep_min FROM sleep_sessions_merged WHERE NOT is_nap "
-                          "ORDER BY start_ts").fetchall()
     out: list[list[Any]] = []
-    for s, e, m in rows:
+    for s, e, m in audit.main_sleeps_merged(db):
         s, e = _utc(s), _utc(e)
         if out and (s - out[-1][1]).total_seconds() < PIECE_GAP_S:
             out[-1][1] = max(out[-1][1], e)
@@ -120,12 +109,8 @@ def _hm_text(minutes: float) -> str:
 def _done_days(db: Any, action: str, lo: date, hi: date, before: datetime, tz: Any) -> set[tuple[date, str]]:
     """(day, slot) the person did ``action`` by the history they see: slot actions and the
     calendar's done events with that action."""
-    out = {(d, s) for d, s in db.con.execute(
-        "SELECT local_day, slot FROM slot_actions WHERE action = ? AND local_day BETWEEN ? AND ?",
-        [action, lo, hi - timedelta(days=1)]).fetchall()}
-    for s, e, title, status, transp, resp, all_day, eid in db.con.execute(
-            "SELECT start_ts, end_ts, title, status, transparency, self_response, all_day, event_id FROM events "
-            "WHERE action = ? AND start_ts < ?", [action, before]).fetchall():
+    out = audit.slot_action_days(db, action, lo, hi - timedelta(days=1))
+    for s, e, title, status, transp, resp, all_day, eid in audit.events_with_action(db, action, before):
         if all_day or str(eid).endswith("rhythm") or not counts_as_done(title, status, transp, resp):
             continue
         if _utc(e) > before:
@@ -137,8 +122,7 @@ def _done_days(db: Any, action: str, lo: date, hi: date, before: datetime, tz: A
 
 
 def _daily_mean(db: Any, metric: str) -> dict[date, float]:
-    return {d: float(v) for d, v in db.con.execute(
-        "SELECT local_day, avg(value) FROM samples_merged WHERE metric = ? GROUP BY 1", [metric]).fetchall()}
+    return audit.daily_sample(db, metric, "avg")
 
 
 def check_fact(db: Any, tz: Any, day: date, now: datetime, text: str, block: dict[str, Any],
@@ -194,8 +178,7 @@ def check_fact(db: Any, tz: Any, day: date, now: datetime, text: str, block: dic
     m = re.fullmatch(r"(?P<v>[\d,]+) steps yesterday(?:, your usual (?P<u>[\d,]+))?", text)
     if m:
         y = day - timedelta(days=1)
-        steps = {d: float(v) for d, v in db.con.execute(
-            "SELECT local_day, sum(value) FROM samples_merged WHERE metric = 'steps' GROUP BY 1").fetchall()}
+        steps = audit.daily_sample(db, "steps", "sum")
         if y not in steps or f"{steps[y]:,.0f}" != m["v"]:
             return False
         if m["u"]:
