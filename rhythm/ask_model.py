@@ -197,7 +197,8 @@ def ask_model(
     each slot of the week (``rhythm.belief_filter.run_filter``)."""
     from agent.day import with_model_pick
 
-    open_now = [b for b in dp.blocks if b.slot == SLOTS[data.first_slot] and b.kind != "bedtime"]
+    open_now = [b for b in dp.blocks if b.slot == SLOTS[data.first_slot]
+                and b.kind not in ("bedtime", "day_sleep", "shift_nap")]
     if not open_now:
         return Asked()
     fixed = week_fixed(db, dp, data.week_start, data.day, data.tz)

@@ -32,7 +32,8 @@ SUFFIX = " (Rhythm)"
 #: How a missing day gets planned: ``rhythm.jobs.recommend`` (passed in, so this module
 #: imports no unit of work).
 PlanDay = Callable[[Settings, date, datetime | None], Any]
-SLEEP_TITLES = {"bedtime": "Bedtime", "sleep_in": "Sleep in", "nap": "Nap", "early_night": "Early night"}
+SLEEP_TITLES = {"bedtime": "Bedtime", "sleep_in": "Sleep in", "nap": "Nap", "early_night": "Early night",
+                "day_sleep": "Sleep after your shift", "shift_nap": "Sleep before your shift"}
 
 
 def plan_days(settings: Settings, day: date | None, days: int, now: datetime | None = None) -> list[date]:

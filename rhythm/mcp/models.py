@@ -68,7 +68,8 @@ class Block(BaseModel):
     id: int = Field(description="What explain_recommendation and record_feedback take.")
     slot: str
     action: str
-    kind: str | None = Field(description="block, bedtime, sleep_in, nap or early_night.")
+    kind: str | None = Field(description="block, bedtime, sleep_in, nap, early_night, day_sleep (after a night "
+                                         "shift) or shift_nap (before one).")
     start: str | None = Field(description="ISO 8601 local time with its UTC offset.")
     end: str | None
     rationale: str | None = Field(description="Rhythm's reason, from a template (no imported text).")
