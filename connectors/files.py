@@ -1,5 +1,7 @@
 """Reading input files safely: regular files only, folders walked without leaving them, zip
-members streamed under a size cap (issue 22).
+members streamed under a size cap (issue 22) and a compression-ratio cap (issue 41). Every
+file importer reads through these rules (tests/hostile/test_file_rules.py runs the same
+hostile files through each one of connectors/registry.py).
 
 - The path given must be a regular file or a folder (not a FIFO, a device, a socket).
 - In a folder, only regular files are read; a symlink whose target lies outside the folder
@@ -8,6 +10,10 @@ members streamed under a size cap (issue 22).
 - A zip member is streamed; its size (declared in the zip and counted while reading, since
   a header can lie) must stay under a cap chosen per kind of member (`connectors/*/README`
   say which and why). Files read whole into memory (FIT, JSON, .ics) have a cap as well.
+- A compressed member larger than ``RATIO_FLOOR`` must not expand more than ``MAX_RATIO``
+  times its compressed size (a zip bomb is refused before any of it is read; real exports
+  compress 2-30 times). The zip module never returns more than a member declares, so the
+  declared sizes bound what is read.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from common.errors import SourceFormatError
 
 MiB = 1 << 20
 GiB = 1 << 30
+MAX_RATIO = 200  # uncompressed / compressed size of one zip member, at most
+RATIO_FLOOR = 8 * MiB  # members smaller than this are not ratio-checked (tiny files compress well)
 
 
 def size_text(n: int) -> str:
@@ -70,11 +78,19 @@ def too_large(label: str, cap: int, what: str, position: str | None = None) -> S
 
 
 def read_capped(fh: IO[bytes], cap: int, label: str, what: str) -> bytes:
-    """The whole stream, or SourceFormatError once it holds more than `cap` bytes."""
-    data = fh.read(cap + 1)
-    if len(data) > cap:
+    """The whole stream, or SourceFormatError once it holds more than `cap` bytes. Read in
+    pieces: ``read(cap + 1)`` would allocate the whole cap even for a small file."""
+    chunks: list[bytes] = []
+    n = 0
+    while n <= cap:
+        piece = fh.read(min(1 << 20, cap + 1 - n))
+        if not piece:
+            break
+        chunks.append(piece)
+        n += len(piece)
+    if n > cap:
         raise too_large(label, cap, what)
-    return data
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_file_capped(path: Path, cap: int, what: str) -> bytes:
@@ -85,9 +101,21 @@ def read_file_capped(path: Path, cap: int, what: str) -> bytes:
 
 
 def check_member(info: zipfile.ZipInfo, cap: int, label: str, what: str) -> None:
-    """Refuse a zip member whose declared size is over `cap` before reading any of it."""
+    """Refuse a zip member whose declared size is over `cap`, or that expands more than
+    MAX_RATIO times, before reading any of it."""
     if info.file_size > cap:
         raise too_large(label, cap, f"{what} ({info.file_size:,} bytes uncompressed)")
+    if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+        raise SourceFormatError(
+            label, f"{what} expands {info.file_size / max(info.compress_size, 1):,.0f} times "
+            f"({info.compress_size:,} -> {info.file_size:,} bytes); refused (at most {MAX_RATIO} times: a zip bomb?)")
+
+
+def read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, label: str, what: str) -> bytes:
+    """A zip member's bytes, checked (check_member) before reading and capped while reading."""
+    check_member(info, cap, label, what)
+    with zf.open(info) as fh:
+        return read_capped(fh, cap, label, what)
 
 
 class CappedStream(io.RawIOBase):

@@ -434,3 +434,38 @@ def overlap_min(a_start: Any, a_end: Any, b_start: Any, b_end: Any) -> float:
     """Minutes two intervals overlap (any comparable datetimes)."""
     s, e = max(a_start, b_start), min(a_end, b_end)
     return max(0.0, (e - s).total_seconds() / 60.0)
+
+
+# --- holds that are not done ----------------------------------------------------------------
+
+
+@cache
+def _tentative_rules() -> tuple[tuple[tuple[str, ...], ...], bool]:
+    text = resources.files("mapping").joinpath("data/keywords.toml").read_text(encoding="utf-8")
+    spec = tomllib.loads(text).get("tentative", {})
+    return tuple(tuple(tokens(w)) for w in spec.get("starts", [])), bool(spec.get("question_mark", False))
+
+
+def is_tentative_title(title: str | None) -> bool:
+    """A hold by its title: "maybe gym?", "Vielleicht Yoga", "¿cena con Ana?" (keywords.toml
+    [tentative])."""
+    if not title:
+        return False
+    starts, question = _tentative_rules()
+    toks = tokens(title)
+    if any(tuple(toks[: len(s)]) == s for s in starts if s):
+        return True
+    return question and str(title).rstrip().endswith("?")
+
+
+def counts_as_done(title: str | None, status: str | None, transparency: str | None,
+                   self_response: str | None) -> bool:
+    """Whether a calendar event says the person did something: not cancelled, declined or
+    tentative (by status, by their answer or by its title), and not "free" (transparent)."""
+    if (status or "confirmed").lower() in ("cancelled", "tentative"):
+        return False
+    if (self_response or "").lower() in ("declined", "tentative"):
+        return False
+    if (transparency or "opaque").lower() == "transparent":
+        return False
+    return not is_tentative_title(title)

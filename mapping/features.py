@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from common.rhythm_blocks import is_rhythm_event_id
 from common.rows import StoredInputs
-from mapping.actions import SlotEvidence
+from mapping.actions import SlotEvidence, counts_as_done
 from mapping.rules import Model
 
 EPOCH = datetime(1970, 1, 1)
@@ -112,7 +112,7 @@ class EventRow:
     description: str | None
     attendees: int | None
     event_type: str | None
-    active: bool  # not cancelled, not declined, not one of Rhythm's own blocks
+    active: bool  # done: not cancelled, declined, tentative or free, not one of Rhythm's own blocks
 
     @property
     def minutes(self) -> float:
@@ -295,8 +295,9 @@ def bundle_from_inputs(inputs: StoredInputs, tz: tzinfo) -> DataBundle:
             ev_tz = zones[e.timezone]
         o = _offset_at(ev_tz, e.start_s)
         # Rhythm's own blocks written into the calendar (plan export/push) are suggestions, not
-        # what the person did: they never count as an action or as calendar time.
-        active = ((e.status or "confirmed") != "cancelled" and (e.self_response or "") != "declined"
+        # what the person did: they never count as an action or as calendar time; nor does a
+        # hold (tentative, "free", "maybe gym?": mapping.actions.counts_as_done).
+        active = (counts_as_done(e.title, e.status, e.transparency, e.self_response)
                   and not is_rhythm_event_id(e.event_id))
         b.events.append(
             EventRow((e.source, e.calendar_id, e.event_id), _local(e.start_s, o), _local(e.end_s, o),

@@ -72,7 +72,7 @@ def choose_backend(settings: Settings) -> tuple[str, Path | None]:
     if backend == "bayes":
         return "bayes", None
     refined = refined_model_path(settings)
-    path = settings.model_path or (refined if refined.is_file() else None) or product_model_path()
+    path = settings.model_path or (refined if _whole(refined) else None) or product_model_path()
     if path is None:
         if backend == "llm":
             raise ModelError("agent_backend is llm but no model: set model_path to a local GGUF file")
@@ -82,6 +82,20 @@ def choose_backend(settings: Settings) -> tuple[str, Path | None]:
     if not Path(path).is_file():
         raise ModelError(f"{path}: model file not found (setting model_path)")
     return "llm", Path(path)
+
+
+def _whole(model: Path) -> bool:
+    """Whether an installed refined model is there and whole (agent.gguf_check); a damaged
+    one is passed over for the bundled student, never loaded."""
+    if not model.is_file():
+        return False
+    from agent.gguf_check import check_model_file
+
+    try:
+        check_model_file(model)
+    except ModelError:
+        return False
+    return True
 
 
 def no_model_note(settings: Settings) -> str | None:
@@ -183,7 +197,8 @@ def ask_model(
     each slot of the week (``rhythm.belief_filter.run_filter``)."""
     from agent.day import with_model_pick
 
-    open_now = [b for b in dp.blocks if b.slot == SLOTS[data.first_slot] and b.kind != "bedtime"]
+    open_now = [b for b in dp.blocks if b.slot == SLOTS[data.first_slot]
+                and b.kind not in ("bedtime", "day_sleep", "shift_nap")]
     if not open_now:
         return Asked()
     fixed = week_fixed(db, dp, data.week_start, data.day, data.tz)

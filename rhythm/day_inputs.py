@@ -8,14 +8,14 @@ filter (``rhythm.belief_filter``) and the day planner (``rhythm.plan_day``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 
 import numpy as np
 
 from common.errors import ConfigError, RhythmError
-from common.records import METERS, SLOTS
+from common.records import ACTIONS, METERS, SLOTS
 from common.timeutil import slot_of
 from rhythm.derive import observation_records
 from rhythm.personal import personal_dynamics
@@ -27,6 +27,7 @@ HISTORY_WEEKS = 2  # earlier weeks fed to the belief before this week's slots
 NIGHTS_DAYS = 28
 FACTS_DAYS = 35
 RECENT_DAYS = 14
+SLEEP_PIECE_GAP_S = 3600
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class DayData:
     dynamics: Any  # rhythm.personal.personal_dynamics
     wake_override: time | None
     bed_override: time | None
+    past_events: list[Any] = field(default_factory=list)  # agent.day.CalendarEvent of the weeks before
+    # (action, meter) of fitted effects the insights contradict: neither used nor shown
+    contradicted: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def week(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -90,37 +94,65 @@ def load_day(db: Database, settings: Settings, day: date | None = None, now: dat
                         if r.action and (r.day, SLOTS.index(r.slot)) < (day, first_slot)],
         dynamics=dynamics,
         wake_override=_clock(settings.wake_time, "wake_time"), bed_override=_clock(settings.bed_time, "bed_time"),
+        past_events=calendar_events(db, day - timedelta(days=NIGHTS_DAYS), tz, end=day - timedelta(days=1)),
+        contradicted=_contradicted(db, tz, dynamics, day),
     )
+
+
+def _contradicted(db: Database, tz: tzinfo, dynamics: Any, day: date) -> frozenset[tuple[str, str]]:
+    """The fitted departures that ``rhythm insights`` on the same days contradicts."""
+    if not (dynamics.fitted and dynamics.departures()):
+        return frozenset()
+    from rhythm.insights import contradicted_effects
+    from simulator import spec
+
+    table, residual = np.asarray(spec.EFFECT), dynamics.plan_residual()
+    deps = []
+    for d in dynamics.departures():
+        a, k = d["action"], d["meter"]
+        # the effect in the person's units and in the plan's (what a block would show)
+        for fitted in (d["fitted"], float(table[a, k] + residual[a, k])):
+            deps.append({"action": ACTIONS[a], "meter": METERS[k], "fitted": fitted})
+    return frozenset(contradicted_effects(db, tz, deps, day))
 
 
 def _aware(epoch_s: float, tz: tzinfo) -> datetime:
     return datetime.fromtimestamp(float(epoch_s), UTC).astimezone(tz)
 
 
-def calendar_events(db: Database, day: date, tz: tzinfo, start: date | None = None) -> list[Any]:
-    """The stored events of the day before (or from ``start``), the day and the day after,
-    as the planner sees them."""
+def calendar_events(db: Database, day: date, tz: tzinfo, start: date | None = None,
+                    end: date | None = None) -> list[Any]:
+    """The stored events of the day before (or from ``start``), the day and the day after (or
+    up to ``end``), as the planner sees them (``done``: what the meters count as done)."""
     from agent.day import CalendarEvent, is_rhythm_event_id
+    from mapping.actions import counts_as_done
 
     return [
         CalendarEvent(
             start=_aware(e.start_s, tz), end=_aware(e.end_s, tz), title=e.title, action=e.action,
             source=e.source, status=e.status, transparency=e.transparency, all_day=e.all_day,
             self_response=e.self_response, rhythm_block=is_rhythm_event_id(e.event_id),
+            done=counts_as_done(e.title, e.status, e.transparency, e.self_response),
         )
-        for e in inputs.events_between(db, start or day - timedelta(days=1), day + timedelta(days=2))
+        for e in inputs.events_between(db, start or day - timedelta(days=1), end or day + timedelta(days=2))
     ]
 
 
 def main_nights(db: Database, day: date, tz: tzinfo) -> list[Any]:
-    """The person's main sleeps of the last four weeks: bed, wake-up and minutes asleep."""
+    """The person's main sleeps of the last four weeks (night sleeps and day sleeps after a
+    night shift, each its own): bed, wake-up and minutes asleep."""
     from agent.day import Night
 
-    by_day: dict[date, list[Any]] = {}
-    for r in inputs.main_sleeps(db, day - timedelta(days=NIGHTS_DAYS), day):
-        by_day.setdefault(r.local_day, []).append(r)
+    # pieces of one sleep (a wake-up in the night, a strap that split it) less than an hour
+    # apart are one; a day sleep after a night shift and the next night's sleep stay two
+    groups: list[list[Any]] = []
+    for r in sorted(inputs.main_sleeps(db, day - timedelta(days=NIGHTS_DAYS), day), key=lambda r: r.start_s):
+        if groups and r.start_s - max(g.end_s for g in groups[-1]) < SLEEP_PIECE_GAP_S:
+            groups[-1].append(r)
+        else:
+            groups.append([r])
     out = []
-    for rows in by_day.values():
+    for rows in groups:
         slept = [r.sleep_min for r in rows if r.sleep_min is not None]
         out.append(Night(_aware(min(r.start_s for r in rows), tz), _aware(max(r.end_s for r in rows), tz),
                          float(sum(slept)) if slept else None))
@@ -147,7 +179,7 @@ def _when(info: dict[str, Any], day: date) -> str | None:
     if d == day:
         return f"this {slot}" if slot != "night" else "tonight"
     if d == day - timedelta(days=1):
-        return "last night" if slot == "night" else f"yesterday {slot}"
+        return "overnight" if slot == "night" else f"yesterday {slot}"
     return f"on {d:%a %d %b} ({slot})"
 
 

@@ -5,6 +5,8 @@ Stages, each through the same library function as its CLI command (no second cod
 1. import the sample's Apple Health export, WHOOP export and calendar
    (``rhythm.jobs.import_file``, as ``rhythm import``);
 2. map: meters and slot actions (``rhythm.jobs.map_data``, as ``rhythm map``);
+   (the home's config.toml gets the sample person's zone, so the demo home keeps planning in
+   it: ``RHYTHM_HOME=<demo home> rhythm recommend``);
 3. recommend: the plan for the sample's last day (``rhythm.jobs.recommend``, as
    ``rhythm recommend``);
 4. report: the HTML report (``rhythm.report.write_report``, as ``rhythm report``).
@@ -24,7 +26,7 @@ from typing import Any
 from rhythm import jobs
 from rhythm.data.make_sample import SAMPLE_START, SAMPLE_TIMEZONE, SAMPLE_TODAY
 from rhythm.report import Report, write_report
-from rhythm.settings import Settings, init_home
+from rhythm.settings import Settings, init_home, set_config
 from storage import open_db
 
 SAMPLE_DIR = Path(__file__).resolve().parent / "data" / "sample"
@@ -55,6 +57,15 @@ def demo_settings(settings: Settings, home: Path) -> Settings:
     return replace(settings, home=home, db_path=None, timezone=SAMPLE_TIMEZONE)
 
 
+def prepare_demo_home(settings: Settings, home: Path) -> Settings:
+    """Create the demo home with the sample person's zone written into its config.toml, so
+    the demo home keeps planning in that zone afterwards (``rhythm recommend`` there)."""
+    s = demo_settings(settings, home)
+    init_home(s)
+    set_config(s, "timezone", SAMPLE_TIMEZONE)
+    return s
+
+
 def run_demo(
     settings: Settings,
     home: Path,
@@ -63,8 +74,7 @@ def run_demo(
     today: date = SAMPLE_TODAY,
     sample_dir: Path = SAMPLE_DIR,
 ) -> DemoResult:
-    s = demo_settings(settings, home)
-    init_home(s)
+    s = prepare_demo_home(settings, home)
     result = DemoResult(home=home, today=today)
 
     for source, name, label in SAMPLE_FILES:

@@ -28,7 +28,8 @@ def plan_day(data: DayData, belief: Any) -> tuple[Any, Any]:
         meters=data.meters_now, belief=belief, now=data.now if data.day == data.today else None,
         answers=[Answer(a["local_day"], a["slot"], a["action"], a["response"]) for a in data.feedback],
         recent_actions=data.recent_actions, wake_override=data.wake_override, bed_override=data.bed_override,
-        dynamics=data.dynamics, preferred_times=preferred_times(data.feedback, data.tz),
+        dynamics=data.dynamics, past_events=data.past_events, contradicted=data.contradicted,
+        preferred_times=preferred_times(data.feedback, data.tz),
     )
     planner = DayPlanner(inputs)
     return planner, planner.plan()

@@ -13,6 +13,7 @@ own recorded unit of work).
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta, tzinfo
@@ -31,7 +32,8 @@ SUFFIX = " (Rhythm)"
 #: How a missing day gets planned: ``rhythm.jobs.recommend`` (passed in, so this module
 #: imports no unit of work).
 PlanDay = Callable[[Settings, date, datetime | None], Any]
-SLEEP_TITLES = {"bedtime": "Bedtime", "sleep_in": "Sleep in", "nap": "Nap", "early_night": "Early night"}
+SLEEP_TITLES = {"bedtime": "Bedtime", "sleep_in": "Sleep in", "nap": "Nap", "early_night": "Early night",
+                "day_sleep": "Sleep after your shift", "shift_nap": "Sleep before your shift"}
 
 
 def plan_days(settings: Settings, day: date | None, days: int, now: datetime | None = None) -> list[date]:
@@ -124,17 +126,14 @@ def export_ics(
     plan: PlanDay,
     busy: bool = False,
     now: datetime | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Write the latest plan of each day as an .ics file (planning a day first where none
     is stored, with ``plan``: ``rhythm.jobs.recommend``). The file is replaced whole
-    (written next to it, then renamed)."""
+    (written next to it, then renamed), and only if Rhythm wrote it (``writable_target``)."""
     from connectors.calendar.ics_write import to_ics
 
-    target = Path(path).expanduser()
-    if target.is_dir():
-        raise ConfigError(f"{target}: is a folder; give a file name such as {target / 'rhythm-plan.ics'}")
-    if not target.parent.is_dir():
-        raise ConfigError(f"{target.parent}: no such folder")
+    target = writable_target(path, force)
     wanted = plan_days(settings, day, days, now)
     planned_now = ensure_plans(settings, wanted, plan, now)
     tz = user_zone(settings)
@@ -154,6 +153,55 @@ def export_ics(
             for b in sorted(blocks, key=lambda b: (b.start, b.key))
         ],
     }
+
+
+#: How much of an existing file is read to find Rhythm's mark (PRODID is on its second line).
+MARK_HEAD = 4096
+
+
+def written_by_rhythm(path: Path) -> bool:
+    """Whether the regular file at ``path`` is an .ics file Rhythm exported (its PRODID)."""
+    from connectors.calendar.ics_write import PRODID
+
+    with path.open("rb") as fh:
+        head = fh.read(MARK_HEAD)
+    lines = [ln.strip() for ln in head.decode("utf-8", "replace").splitlines()]
+    return bool(lines) and lines[0] == "BEGIN:VCALENDAR" and f"PRODID:{PRODID}" in lines
+
+
+def writable_target(path: str | Path, force: bool = False) -> Path:
+    """``path`` if the export may write there: a new file, an empty one, or a file Rhythm
+    itself wrote (any regular file with ``force``); never a folder, a symlink, a FIFO, a
+    device or a socket (ConfigError, one line, before anything is planned or written)."""
+    target = Path(path).expanduser()
+    try:
+        st = target.lstat()
+    except FileNotFoundError:
+        if not target.parent.is_dir():
+            raise ConfigError(f"{target.parent}: no such folder") from None
+        return target
+    except OSError as exc:
+        raise ConfigError(f"{target}: cannot check it: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{target}: is a folder; give a file name such as {target / 'rhythm-plan.ics'}")
+    if stat.S_ISLNK(st.st_mode):
+        raise ConfigError(f"{target}: is a symbolic link; refused (Rhythm never writes through a link): "
+                          "give the real file's path")
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode) else
+                "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else
+                "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        raise ConfigError(f"{target}: is {kind}; refused, even with --force")
+    if st.st_size == 0 or force:
+        return target
+    try:
+        ours = written_by_rhythm(target)
+    except OSError as exc:
+        raise ConfigError(f"{target}: cannot read it: {exc.strerror or exc}") from None
+    if not ours:
+        raise ConfigError(f"{target}: exists and was not written by Rhythm; refused (choose a new file, or "
+                          "--force to replace it)")
+    return target
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -128,18 +128,18 @@ def refine(
     """Refine the base student on the person's answers and install it (module docstring)."""
     from importlib.util import find_spec
 
-    for mod in ("torch", "peft", "transformers", "llama_cpp", "gguf"):
-        if find_spec(mod) is None:
-            raise ModelError(f"refining the student needs {mod}: pip install 'rhythm[ml]'")
-    from agent.runtime import check_gguf
-    from training.answers import RefineSettings, gguf_prompt_format, refine_gguf
+    from agent.gguf_check import check_model_file
 
     base = Path(base).expanduser() if base else product_model_path()
     if base is None:
         raise ModelError("no bundled student in this install: give --base PATH.gguf")
     if not base.is_file():
         raise ModelError(f"{base}: model file not found")
-    check_gguf(base)
+    check_model_file(base)  # whole: header, every tensor's bytes, not blanked (a truncated --base)
+    for mod in ("torch", "peft", "transformers", "llama_cpp", "gguf"):
+        if find_spec(mod) is None:
+            raise ModelError(f"refining the student needs {mod}: pip install 'rhythm[ml]'")
+    from training.answers import RefineSettings, gguf_prompt_format, refine_gguf
     try:
         fmt = model_prompt_format(gguf_prompt_format(base))
     except ValueError as exc:  # a student of a retired format: say so
@@ -156,7 +156,7 @@ def refine(
         rep = refine_gguf(base, data.examples, Path(tmp), RefineSettings(steps=steps),
                           progress=progress or (lambda *_: None))
         model = Path(rep["model"])
-        check_gguf(model)
+        check_installable(model, base)  # a bad one is refused; the installed model stays
         os.chmod(model, 0o600)
         os.replace(model, dest)  # atomic: recommend sees the old model or the new one
     report = {
@@ -178,6 +178,26 @@ def refine(
     manifest.write_text(json.dumps(report, indent=2) + "\n")
     os.chmod(manifest, 0o600)
     return report
+
+
+def check_installable(model: Path, base: Path) -> None:
+    """Refuse a refined model that is not whole (agent.gguf_check: header, size, blank
+    tensors, the base's tensor table) or that llama.cpp cannot answer with (a parity probe:
+    it must load and produce a token), before it replaces the installed one."""
+    from agent.gguf_check import check_model_file
+
+    check_model_file(model, like=base)
+    from importlib.util import find_spec
+
+    if find_spec("llama_cpp") is None:
+        return
+    from agent.runtime import LlamaCppModel
+
+    try:
+        LlamaCppModel(model, n_ctx=256).complete("day 0 morning:", max_tokens=1)
+    except Exception as exc:  # noqa: BLE001 - any failure to answer means: do not install it
+        raise ModelError(f"{model.name}: the refined model does not answer ({type(exc).__name__}); refused, "
+                         "the installed model is kept") from None
 
 
 def reset(settings: Settings) -> bool:

@@ -44,6 +44,9 @@ HOST = "127.0.0.1"
 SECRET_HEADER = "X-Rhythm-Secret"
 MIN_SECRET = 16
 READ_TIMEOUT_S = 60
+#: The listen queue: connections the kernel holds while the server is busy. socketserver's
+#: default of 5 reset most of a burst (several automations firing at once, a retrying proxy).
+LISTEN_QUEUE = 128
 #: After refusing a body unread, how long the server keeps reading (and dropping) what the
 #: client still sends before it closes, so the client gets the answer instead of a reset
 #: connection mid-upload (a "lingering close"); nothing read then is kept.
@@ -125,14 +128,35 @@ def receive(settings: Settings, source: str, headers: Any, body: bytes, lock: th
         "first_day": d["first_day"],
         "last_day": d["last_day"],
         "tables": {t: {"received": c["received"], "new": c["inserted"]} for t, c in d["tables"].items()},
+        "rejected": d.get("rejected", {}),
     }
     return Answer(200, {"ok": True, "stored": stored})
 
 
+#: A client that went away before its answer: one log line, never a traceback.
+GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
+
+
 class PushServer(ThreadingHTTPServer):
+    """One thread per connection (a burst waits in the listen queue, then for the import
+    lock); pushes are imported one at a time."""
+
     daemon_threads = False  # server_close() waits for the push in progress
     block_on_close = True
     allow_reuse_address = True
+    request_queue_size = LISTEN_QUEUE
+    log: Log = staticmethod(lambda _line: None)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line per failed connection (socketserver prints a traceback to stderr)."""
+        import sys
+
+        exc = sys.exc_info()[1]
+        who = client_address[0] if isinstance(client_address, tuple) else str(client_address)
+        if isinstance(exc, GONE):
+            self.log(f"{who}: the client hung up before its answer ({type(exc).__name__})")
+        else:
+            self.log(f"{who}: error: unexpected {type(exc).__name__}: {str(exc)[:200]}")
 
 
 def make_server(settings: Settings, source: str, port: int, *, max_bytes: int, log: Log) -> PushServer:
@@ -252,7 +276,9 @@ def make_server(settings: Settings, source: str, port: int, *, max_bytes: int, l
                 return  # successful requests are logged with what they stored
             log(f"{self.address_string()} {format % args}")
 
-    return PushServer((HOST, port), Handler)
+    server = PushServer((HOST, port), Handler)
+    server.log = log
+    return server
 
 
 def serve(

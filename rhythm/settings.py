@@ -163,6 +163,60 @@ def _coerce(name: str, raw: Any, typ: Any) -> Any:
         raise ConfigError(f"setting {name}: cannot read {raw!r} as {text}") from None
 
 
+# -- ranges: a value of the right type can still be impossible (issue 41) ------------------
+#: (lowest, highest) for numeric settings, by name or by suffix ("_port", "_days", ...).
+RANGES: dict[str, tuple[float, float]] = {
+    "_port": (1, 65535),
+    "_days": (0, 36_500),
+    "garmin_days": (1, 3_650),
+    "sync_every_hours": (0.25, 24 * 31),
+    "hae_max_mb": (0.001, 4096),
+}
+CHOICES: dict[str, tuple[str, ...]] = {
+    "agent_backend": ("auto", "bayes", "llm"),
+    "token_backend": ("file", "keyring", "auto"),
+}
+CLOCK_TIMES = ("morning_run_time", "wake_time", "bed_time")
+
+
+def _range_of(name: str) -> tuple[float, float] | None:
+    if name in RANGES:
+        return RANGES[name]
+    return next((r for suffix, r in RANGES.items() if suffix.startswith("_") and name.endswith(suffix)), None)
+
+
+def check_value(name: str, value: Any) -> None:
+    """ConfigError (one line) if ``value``, already of the setting's type, is impossible:
+    a number outside its range (a negative port, zero hours, NaN), an unknown time zone, a
+    clock time that is not HH:MM, a choice not offered, a URL that is not http(s)."""
+    import math
+
+    if value is None:
+        return
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ConfigError(f"setting {name}: {value!r} is not a finite number")
+        bounds = _range_of(name)
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            lo, hi = bounds
+            raise ConfigError(f"setting {name}: {value!r} is outside {lo:g} .. {hi:g}")
+    elif isinstance(value, str):
+        if name == "timezone":
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError, OSError):
+                raise ConfigError(f"setting timezone: unknown zone {value!r} (use an IANA name like "
+                                  "Europe/Amsterdam)") from None
+        elif name in CLOCK_TIMES:
+            hh, sep, mm = value.partition(":")
+            if not (sep and hh.isdigit() and mm.isdigit() and len(mm) == 2 and int(hh) < 24 and int(mm) < 60):
+                raise ConfigError(f"setting {name}: expected a time as HH:MM, got {value!r}")
+        elif name in CHOICES and value not in CHOICES[name]:
+            raise ConfigError(f"setting {name}: {value!r} is not one of {', '.join(CHOICES[name])}")
+        elif name.endswith(("_url", "_api_base")) and not value.startswith(("http://", "https://")):
+            raise ConfigError(f"setting {name}: expected an http:// or https:// URL, got {value[:60]!r}")
+
+
 def _flatten(doc: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for k, v in doc.items():
@@ -197,6 +251,11 @@ def load_settings(
 
     def put(name: str, raw: Any, origin: str) -> None:
         value = _coerce(name, raw, _type_of(name, hints, declared))
+        try:
+            check_value(name, value)
+        except ConfigError as exc:
+            where = {"config": str(cfg), "env": f"RHYTHM_{name.upper()}", "flag": "option"}[origin]
+            raise ConfigError(f"{where}: {exc}") from None
         (values if name in known else extra)[name] = value
         origins[name] = origin
 
@@ -251,6 +310,7 @@ def set_config(settings: Settings, name: str, value: str | None) -> dict[str, An
     except Exception as exc:  # noqa: BLE001 - tomlkit raises its own ParseError family
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     typed = None if value is None else _coerce(name, value, _type_of(name, hints, declared))
+    check_value(name, typed)  # the right type, but possible? (ranges, zones, HH:MM)
     if name == "timezone" and typed is not None:
         user_zone(replace(settings, timezone=typed))  # an unknown zone is refused here
     table, key = doc, name

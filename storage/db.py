@@ -51,7 +51,54 @@ BULK_KEYS: dict[str, tuple[str, ...]] = {
     "raw_healthkit": ("kind", "natural_key"),
 }
 
-_EXPLAIN_ANALYZE = re.compile(r"\s*(/\*.*?\*/\s*|--[^\n]*\n\s*)*EXPLAIN\s+(\(\s*)?ANALY[SZ]E", re.I | re.S)
+# Checked on sql_words(statement): EXPLAIN ANALYZE, EXPLAIN (ANALYZE), EXPLAIN (FORMAT x, ANALYZE)
+_EXPLAIN_ANALYZE = re.compile(r"EXPLAIN\s*(\([^)]*\bANALY[SZ]E\b|ANALY[SZ]E\b)", re.I)
+
+
+def sql_words(sql: str) -> str:
+    """``sql`` with its comments (``-- ...``, ``/* ... */``, nested) replaced by a space and
+    runs of whitespace by one space, string literals and quoted names kept: what a refusal
+    checks, so ``EXPLAIN/**/ANALYZE`` reads as ``EXPLAIN ANALYZE``."""
+    out: list[str] = []
+    i, n = 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in "'\"":
+            j = i + 1
+            while j < n:
+                if sql[j] == ch:
+                    if j + 1 < n and sql[j + 1] == ch:  # doubled quote inside
+                        j += 2
+                        continue
+                    break
+                j += 1
+            out.append(sql[i:j + 1])
+            i = j + 1
+        elif sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+            out.append(" ")
+        elif sql.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if sql.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif sql.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            i = j
+            out.append(" ")
+        elif ch.isspace():
+            while i < n and sql[i].isspace():
+                i += 1
+            out.append(" ")
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out).strip()
+
+
 _MIGRATION_RE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _SOURCE_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
@@ -652,10 +699,13 @@ class Database:
 
     # -- reading -------------------------------------------------------------------------
     def query(
-        self, sql: str, params: Sequence[Any] | None = None, max_rows: int | None = None
+        self, sql: str, params: Sequence[Any] | None = None, max_rows: int | None = None,
+        max_chars: int | None = None,
     ) -> tuple[list[str], list[tuple]]:
         """Run read-only SQL; refuse anything that could write. Returns (columns, rows): every
-        row, or the first ``max_rows`` (the rest are never fetched)."""
+        row, or the first ``max_rows`` (the rest are never fetched). With ``max_chars``, a
+        SELECT's text and nested values come back cut to ``max_chars + 1`` characters by the
+        database itself (the caller sees what was longer), so a huge value is never fetched."""
         try:
             statements = self.con.extract_statements(sql)
         except duckdb.Error as exc:
@@ -669,7 +719,7 @@ class Database:
                     f"refused: {kind} statements are not allowed here; `rhythm sql` is "
                     "read-only (SELECT, WITH ... SELECT, DESCRIBE, SHOW, EXPLAIN)"
                 )
-            if st.type == duckdb.StatementType.EXPLAIN and _EXPLAIN_ANALYZE.match(st.query):
+            if st.type == duckdb.StatementType.EXPLAIN and _EXPLAIN_ANALYZE.match(sql_words(st.query)):
                 raise ReadOnlyViolation(
                     "refused: EXPLAIN ANALYZE runs the statement it explains; use EXPLAIN"
                 )
@@ -677,13 +727,57 @@ class Database:
             cur = None
             for st in statements[:-1]:
                 self.con.execute(st)
-            cur = self.con.execute(statements[-1], params) if params else self.con.execute(
-                statements[-1]
-            )
+            last: Any = statements[-1]
+            nested: list[int] = []
+            if max_chars is not None and last.type == duckdb.StatementType.SELECT and not params:
+                last, nested = self._cut_long_values(last.query, max_chars)
+            cur = self.con.execute(last, params) if params else self.con.execute(last)
             cols = [d[0] for d in cur.description] if cur.description else []
-            return cols, cur.fetchall() if max_rows is None else cur.fetchmany(max_rows)
+            rows = cur.fetchall() if max_rows is None else cur.fetchmany(max_rows)
+            if nested:  # a nested value comes back as itself, or as its cut text when too long
+                cols = cols[: len(cols) - len(nested)]
+                width = len(cols)
+                rows = [
+                    tuple(r[i] if i not in nested else (r[width + nested.index(i)] if r[width + nested.index(i)]
+                                                        is not None else r[i]) for i in range(width))
+                    for r in rows
+                ]
+            return cols, rows
         except duckdb.Error as exc:
             raise StorageError(f"SQL error: {_first_line(exc)}") from None
+
+    def _cut_long_values(self, sql: str, max_chars: int) -> tuple[str, list[int]]:
+        """``sql`` wrapped so that text, blobs and nested values are cut in the database, and
+        the positions of the nested columns (lists, structs, maps): each of those is followed,
+        after the query's own columns, by its text cut to ``max_chars + 1`` where the value's
+        text is longer (NULL where it is not, and the value itself is returned)."""
+        inner = sql.strip().rstrip(";")
+        probe = self.con.execute(f"SELECT * FROM ({inner}\n) AS _q LIMIT 0")
+        types = [str(d[1]).upper() for d in probe.description or []]
+        n = int(max_chars) + 1
+        cols: list[str] = []
+        nested: list[tuple[int, str]] = []
+        for i, t in enumerate(types):
+            c = f"_q._c{i}"
+            if t in ("BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+                     "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DATE", "TIME", "TIMESTAMP",
+                     "TIMESTAMP WITH TIME ZONE", "INTERVAL", "UUID") or t.startswith(("DECIMAL", "TIMESTAMP")):
+                cols.append(c)
+            elif t == "VARCHAR":
+                cols.append(f"left({c}, {n})")
+            elif t.endswith("]") or t.startswith(("STRUCT", "MAP", "UNION")):
+                # nested: kept as it is when its text fits, else (a list's first n items) cut as text
+                short = f"{c}[1:{n}]" if t.endswith("[]") else c
+                cols.append(f"CASE WHEN length(CAST({c} AS VARCHAR)) <= {n} THEN {c} END")
+                nested.append((i, f"CASE WHEN length(CAST({c} AS VARCHAR)) > {n} "
+                                  f"THEN left(CAST({short} AS VARCHAR), {n}) END"))
+            else:  # JSON, BLOB, ... : their text, cut
+                cols.append(f"left(CAST({c} AS VARCHAR), {n})")
+        names = ", ".join(f"_c{i}" for i in range(len(types)))
+        labels = [str(d[0]).replace('"', '""') for d in probe.description or []]
+        select = ", ".join(f'{c} AS "{label}"' for c, label in zip(cols, labels, strict=True))
+        select += "".join(f', {expr} AS "_cut_{i}"' for i, expr in nested)
+        return f"SELECT {select or '*'} FROM ({inner}\n) AS _q({names})", [i for i, _ in nested]
 
     def interrupt(self) -> None:
         """Stop the statement running on this connection (called from another thread: the

@@ -15,8 +15,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute in _days)
 
+from common import ranges
 from common.errors import StorageError
-from common.records import Deletion, RawRecord, RecordBatch, Skipped, field_names
+from common.records import Deletion, RawRecord, RecordBatch, Sample, Skipped, field_names
 from storage.db import BULK_KEYS, Database, UpsertResult, raw_table_name
 
 
@@ -41,6 +42,8 @@ class WriteSummary:
     first_day: date | None = None
     last_day: date | None = None
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> rows a connector left out
+    # "<table>.<field or metric>: <why>" -> values outside common/ranges.py, never stored
+    rejected: dict[str, int] = field(default_factory=dict)
 
     @property
     def records(self) -> int:
@@ -58,6 +61,7 @@ class WriteSummary:
             "last_day": self.last_day.isoformat() if self.last_day else None,
             "tables": {t: vars(c) for t, c in sorted(self.tables.items())},
             "skipped": dict(sorted(self.skipped.items())),
+            "rejected": dict(sorted(self.rejected.items())),
         }
 
     def _days(self, days: Iterable[date | None]) -> None:
@@ -154,15 +158,78 @@ class RecordWriter:
                 sub["hash"] = list(map(payload_hash, sub["payload"]))
                 self._upsert(self.db.ensure_raw_table(src), sub)
             return
-        self._upsert(rtype.table, cols)
-        if "local_day" in cols:
-            self.summary._days(cols["local_day"])
+        data = self._arrow(rtype.table, cols)
+        if rtype is Sample or rtype.table in ranges.FIELDS:
+            data = self._in_range(rtype.table, data)
+            if data.num_rows == 0:
+                return
+        self._upsert(rtype.table, data)
+        if "local_day" in data.column_names:
+            self.summary._days(data.column("local_day"))
 
-    def _upsert(self, table: str, cols: dict[str, Any]) -> None:
+    @staticmethod
+    def _arrow(table: str, cols: dict[str, Any] | pa.Table) -> pa.Table:
+        if isinstance(cols, pa.Table):
+            return cols
         try:
-            data = pa.table(cols)
+            return pa.table(cols)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise StorageError(f"cannot store rows for {table}: {exc}") from None
+
+    def _reject(self, key: str, n: int) -> None:
+        if n:
+            self.summary.rejected[key] = self.summary.rejected.get(key, 0) + n
+
+    def _bad(self, key: str, values: pa.Array, bounds: tuple[float | None, float | None],
+             among: pa.Array | None = None) -> pa.Array:
+        """Where ``values`` (those marked in ``among``) break ``bounds``; counted by reason."""
+        pc = pa.compute
+        v = pc.cast(values, pa.float64())
+        parts = [("NaN or infinite", pc.invert(pc.is_finite(v)))]
+        lo, hi = bounds
+        if lo is not None:
+            parts.append(("negative" if lo == 0 else f"below {lo:g}", pc.less(v, lo)))
+        if hi is not None:
+            parts.append((f"above {hi:g}", pc.greater(v, hi)))
+        bad = None
+        for why, mask in parts:
+            mask = pc.fill_null(mask, False)
+            if among is not None:
+                mask = pc.and_(mask, among)
+            if bad is not None:
+                mask = pc.and_(mask, pc.invert(bad))  # one reason per value
+            self._reject(f"{key}: {why}", pc.sum(mask).as_py() or 0)
+            bad = mask if bad is None else pc.or_(bad, mask)
+        return bad
+
+    def _in_range(self, table: str, data: pa.Table) -> pa.Table:
+        """``data`` without impossible values (common/ranges.py): samples carrying one are
+        dropped, a sleep's or workout's field becomes null."""
+        pc = pa.compute
+        if table == Sample.table:
+            value, metric = data.column("value").combine_chunks(), data.column("metric").combine_chunks()
+            bad = None
+            for name in pc.unique(metric).to_pylist():
+                among = pc.fill_null(pc.equal(metric, name), False)
+                b = self._bad(f"samples.{name}", value, ranges.METRICS.get(name, (None, None)), among)
+                bad = b if bad is None else pc.or_(bad, b)
+            if bad is None or not pc.any(bad).as_py():
+                return data
+            return data.filter(pc.invert(bad))
+        for col, bounds in ranges.FIELDS.get(table, {}).items():
+            if col not in data.column_names:
+                continue
+            arr = data.column(col).combine_chunks()
+            if pa.types.is_null(arr.type) or arr.null_count == len(arr):
+                continue
+            bad = self._bad(f"{table}.{col}", arr, bounds)
+            if pc.any(bad).as_py():
+                data = data.set_column(data.column_names.index(col), col,
+                                       pc.if_else(bad, pa.scalar(None, arr.type), arr))
+        return data
+
+    def _upsert(self, table: str, cols: dict[str, Any] | pa.Table) -> None:
+        data = self._arrow(table, cols)
         if table in BULK_KEYS or table.startswith("raw_"):
             if not self.db.in_transaction:  # no transaction to span: merge right away
                 self._count(table, self.db.upsert(table, data))

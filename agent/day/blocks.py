@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, tzinfo
 
-from agent.day.calendar import DayFrame, SleepHabits, Window, slot_window
+from agent.day.calendar import DayFrame, SleepHabits, Window, shifted, slot_window
 
 DURATIONS: dict[str, tuple[int, int, int]] = {
     "DEEP_WORK": (60, 90, 120),
@@ -42,8 +42,9 @@ DURATIONS: dict[str, tuple[int, int, int]] = {
     "SLEEP": (15, 25, 45),
 }
 BUFFER_MIN = 10  # between a commitment's end and a block
-WAKE_UP_MIN = 15  # between waking up and a first block
+WAKE_UP_MIN = 30  # between waking up and a first block (up, dressed, breakfast)
 EXERCISE_BEFORE_BED_MIN = 90  # no workout in the last 90 minutes before bed (sleep hygiene)
+WIND_DOWN_MIN = 30  # no other block in the last half hour before bed (half the nights start earlier)
 SLEEP_IN_MAX_MIN = 90
 SLEEP_IN_MIN_MIN = 30
 LATENCY_MIN = 15  # falling asleep
@@ -72,14 +73,21 @@ def _round_up(t: datetime, step: int = 5) -> datetime:
 
 def _usable(frame: DayFrame, w: Window, action: str | None = None) -> tuple[datetime, datetime]:
     """The part of a free window a block may use: a buffer after a commitment ending at its
-    start, a quarter of an hour after waking up, and no workout close to bedtime."""
+    start, half an hour after waking up, no workout close to bedtime and no block in the
+    half hour before it."""
     start, end = w.start, w.end
     if any(abs((c.end - w.start).total_seconds()) < 60 for c in frame.commitments):
         start = start + timedelta(minutes=BUFFER_MIN)
-    if abs((w.start - frame.wake).total_seconds()) < 60:
-        start = start + timedelta(minutes=WAKE_UP_MIN)
+    up = frame.wake + timedelta(minutes=WAKE_UP_MIN)  # up from the night ...
+    if frame.wake - timedelta(minutes=1) <= w.start < up:
+        start = max(start, up)
+    for sp in frame.sleeps:  # ... or from a day sleep
+        if sp.end - timedelta(minutes=1) <= w.start < sp.end + timedelta(minutes=WAKE_UP_MIN):
+            start = max(start, sp.end + timedelta(minutes=WAKE_UP_MIN))
     if action == "EXERCISE":
         end = min(end, frame.bed - timedelta(minutes=EXERCISE_BEFORE_BED_MIN))
+    elif action is not None and action != "SLEEP" and frame.tonight is None:
+        end = min(end, frame.bed - timedelta(minutes=WIND_DOWN_MIN))
     return _round_up(start), end
 
 
@@ -133,6 +141,8 @@ def _place_sleep(
             return Placement(w.start, w.start + timedelta(minutes=dur), "sleep_in", w)
         return None
     if slot == 2:  # the evening: an early night, if the end of the evening is free
+        if frame.tonight is not None:
+            return None  # a night shift tonight: no early night (its sleep comes after it)
         last = windows[-1]
         if abs((last.end - frame.bed).total_seconds()) < 60 and last.minutes >= EARLY_NIGHT_MIN:
             start = _round_up(frame.bed - timedelta(minutes=EARLY_NIGHT_MIN))
@@ -162,9 +172,12 @@ def bedtime(
     that still leaves their sleep need before tomorrow (``meet_where_they_are``)."""
     must_wake = next_wake
     reason = f"your usual bedtime {habits.bed:%H:%M}"
-    if next_first_start is not None and next_first_start - timedelta(minutes=GET_READY_MIN) < next_wake:
-        must_wake = next_first_start - timedelta(minutes=GET_READY_MIN)
-    latest = must_wake - timedelta(minutes=habits.need_min + LATENCY_MIN)
+    usual = datetime.combine(frame.day + timedelta(days=1 if habits.bed.hour < 12 else 0), habits.bed, tzinfo=frame.tz)
+    if frame.after is not None and frame.tonight is None and frame.bed < usual:
+        reason = f"an early night after your last night shift (ended {frame.after.end:%H:%M})"
+    if next_first_start is not None and shifted(next_first_start, -GET_READY_MIN) < next_wake:
+        must_wake = shifted(next_first_start, -GET_READY_MIN)
+    latest = shifted(must_wake, -(habits.need_min + LATENCY_MIN))  # elapsed: a DST night is 23 or 25 h
     bed = frame.bed
     if latest < bed:
         bed = latest
@@ -174,7 +187,7 @@ def bedtime(
     floor = datetime.combine(frame.day, EARLIEST_BED, tzinfo=frame.tz)
     last_end = max((c.end for c in frame.commitments if c.start < frame.bed), default=None)
     bed = max(bed, floor, last_end or floor)
-    met = meet_where_they_are(bed, latest, recent_beds, frame.tz)
+    met = meet_where_they_are(bed, latest, recent_beds, frame.tz) if frame.after is None else None
     if met is not None:
         bed, real = met
         reason = (f"you have gone to bed around {real:%H:%M} lately: {MEET_MIN} min earlier than that, "
@@ -193,7 +206,8 @@ def meet_where_they_are(
     """(a bedtime ``MEET_MIN`` before the person's real one, their real one) when their last
     ``RECENT_NIGHTS`` onsets (at least 3) were all ``MEET_GAP_MIN`` or more later than
     ``bed``, and that bedtime still leaves their sleep need (not after ``latest``); else None."""
-    recent = sorted(recent_beds)[-RECENT_NIGHTS:]
+    # night sleeps only (a day sleep after a night shift says nothing about a bedtime)
+    recent = sorted(t for t in recent_beds if not 4 <= t.astimezone(tz).hour < 18)[-RECENT_NIGHTS:]
     if len(recent) < 3:
         return None
     evening = bed.date() if bed.hour >= 12 else bed.date() - timedelta(days=1)

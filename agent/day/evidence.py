@@ -11,9 +11,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
+from typing import Any
 
-from agent.day.calendar import Commitment, DayFrame, Window
+from agent.day.calendar import Commitment, DayFrame, Night, Window, elapsed_min, is_night_sleep
+from common.records import SLOTS as SLOT_NAMES
+from common.timeutil import slot_of
 
 BASELINE_DAYS = 28
 MIN_BASELINE_DAYS = 5
@@ -29,13 +32,13 @@ RELEVANT: dict[str, tuple[str, ...]] = {
     "DEEP_WORK": ("sleep", "cognition", "hrv", "morning", "work", "free", "meetings"),
     "ADMIN_WORK": ("progress", "meetings", "cognition", "sleep", "free"),
     "LEARN": ("cognition", "sleep", "morning", "free", "work"),
-    "SLEEP": ("sleep", "vitality", "hrv", "resting_hr", "meetings"),
-    "EXERCISE": ("hrv", "resting_hr", "steps", "vitality", "serenity", "sleep", "free"),
+    "SLEEP": ("sleep", "shift", "vitality", "hrv", "resting_hr", "meetings"),
+    "EXERCISE": ("shift", "hrv", "resting_hr", "steps", "vitality", "serenity", "sleep", "free"),
     "MEDITATE": ("serenity", "meetings", "hrv", "cognition", "free"),
     "FAMILY_TIME": ("connection", "social", "serenity", "meetings", "free"),
     "SOCIALIZE": ("connection", "social", "serenity", "free"),
-    "ME_TIME": ("serenity", "vitality", "meetings", "social", "free"),
-    "BINGE_WATCH": ("vitality", "serenity", "meetings", "free"),
+    "ME_TIME": ("serenity", "shift", "vitality", "meetings", "social", "free"),
+    "BINGE_WATCH": ("vitality", "shift", "serenity", "meetings", "free"),
 }
 
 
@@ -119,14 +122,45 @@ def person_facts(f: PersonFacts, day: date) -> dict[str, Fact]:
         v = f.meters.get(m)
         if v is None:
             continue
-        side = "above" if v > 0.5 else "below" if v < 0.5 else "at"
+        shown = round(v, 2)  # the side of the number shown ("0.50 above 0.50" is no fact)
+        side = "above" if shown > 0.5 else "below" if shown < 0.5 else "at"
         out[m] = Fact(m, f"{word} {v:.2f}{when} ({side} your usual, 0.50)", abs(v - 0.5) * 4)
     return out
 
 
+def sleep_fact(nights: Sequence[Night], before: datetime, tz: Any) -> Fact | None:
+    """The last main sleep that ended before ``before`` (a night's sleep is "last night"; a
+    day sleep after a night shift says when it was), against the person's usual sleep of the
+    same kind (night or day) over the four weeks before ``before``; elapsed time."""
+    past = sorted((n for n in nights if n.wake <= before), key=lambda n: n.wake)
+    if not past:
+        return None
+    last = past[-1]
+    mins = last.sleep_min if last.sleep_min is not None else elapsed_min(last.bed, last.wake)
+    night = is_night_sleep(last, tz)
+    same = [n.sleep_min if n.sleep_min is not None else elapsed_min(n.bed, n.wake) for n in past[:-1]
+            if is_night_sleep(n, tz) == night and n.wake >= before - timedelta(days=BASELINE_DAYS)]
+    usual = float(statistics.median(same)) if len(same) >= MIN_BASELINE_DAYS else None
+    local_bed, local_wake = last.bed.astimezone(tz), last.wake.astimezone(tz)
+    if night and before.astimezone(tz) - local_wake < timedelta(hours=18):
+        head = f"slept {hm(mins)} last night"
+    else:
+        head = f"your last sleep {hm(mins)} ({local_bed:%a %H:%M}-{local_wake:%H:%M})"
+    if usual is None:
+        return Fact("sleep", head, 0.0)
+    spread = statistics.median(abs(v - usual) for v in same) * 1.4826 or max(1.0, usual * 0.1)
+    kind = "" if night else " day"
+    return Fact("sleep", f"{head}, your usual{kind} sleep {hm(usual)}", abs(mins - usual) / spread)
+
+
 def calendar_facts(frame: DayFrame, slot: int, window: Window | None) -> dict[str, Fact]:
     out: dict[str, Fact] = {}
-    meetings = [c for c in frame.commitments if c.action in ("ADMIN_WORK", None) and c.minutes >= 15]
+    shifts = [c for c in frame.commitments if c.action in ("ADMIN_WORK", "DEEP_WORK", None) and c.minutes >= 240]
+    if shifts:  # a long work commitment is a shift, not hours of meetings (elapsed time, DST-safe)
+        c = max(shifts, key=lambda c: c.minutes)
+        out["shift"] = Fact("shift", f"a {hm(c.minutes)} shift ({c.start:%a %H:%M}-{c.end:%a %H:%M})",
+                            max(0.0, (c.minutes - 480.0) / 120.0))
+    meetings = [c for c in frame.commitments if c.action in ("ADMIN_WORK", None) and 15 <= c.minutes < 240]
     total = _union_min(meetings)
     if total >= 30:  # a heavy day (over 3 h) is what makes it worth saying
         out["meetings"] = Fact("meetings", f"{hm(total)} of meetings and appointments today",
@@ -143,12 +177,12 @@ def _union_min(cs: Sequence[Commitment]) -> float:
     for c in sorted(cs, key=lambda c: c.start):
         if cur_e is None or c.start > cur_e:
             if cur_e is not None:
-                total += (cur_e - cur_s).total_seconds() / 60.0
+                total += elapsed_min(cur_s, cur_e)
             cur_s, cur_e = c.start, c.end
         else:
             cur_e = max(cur_e, c.end)
     if cur_e is not None:
-        total += (cur_e - cur_s).total_seconds() / 60.0
+        total += elapsed_min(cur_s, cur_e)
     return total
 
 
@@ -185,18 +219,33 @@ def facts_for(action: str, available: Mapping[str, Fact], limit: int = 3) -> lis
 SINCE_ACTIONS = ("EXERCISE", "MEDITATE", "FAMILY_TIME", "SOCIALIZE", "ME_TIME", "LEARN", "DEEP_WORK")
 
 
-def since_fact(action: str, recent: Sequence[tuple[date, str, str]], day: date, days: int = 14) -> Fact | None:
-    """When the person last did ``action`` (from their slot actions): "last exercise 4 days
-    ago (Sat evening)", "no family time in the last 14 days"."""
+def since_fact(action: str, recent: Sequence[tuple[date, str, str]], day: date, days: int = 14,
+               events: Sequence[Any] = (), before: datetime | None = None) -> Fact | None:
+    """When the person last did ``action``, by the same history the person sees: their slot
+    actions (``rhythm meters``) and the calendar's classified events that count as done
+    (``events``: agent.day.CalendarEvent; a weekly meditation class is a meditation even in a
+    slot its meetings dominate), before ``before``: "last exercise 4 days ago (Sat
+    evening)", "no family time in the last 14 days"."""
     if action not in SINCE_ACTIONS:
         return None
-    done = sorted((d, s) for d, s, a in recent if a == action and day - timedelta(days=days) <= d < day)
+    seen = {(d, s) for d, s, a in recent if a == action and day - timedelta(days=days) <= d < day}
+    for e in events:
+        if (e.action != action or not e.done or e.all_day or e.rhythm_block
+                or (e.status or "confirmed").lower() == "cancelled"
+                or (e.self_response or "").lower() == "declined"):
+            continue
+        if before is not None and e.end > before:
+            continue
+        d, s = slot_of(e.start.replace(tzinfo=None))
+        if day - timedelta(days=days) <= d <= day:
+            seen.add((d, SLOT_NAMES[s]))
+    done = sorted(seen)
     word = action.lower().replace("_", " ")
     if not done:
         return Fact("since", f"no {word} in your last {days} days", 1.5)
     d, s = done[-1]
     ago = (day - d).days
-    when = "yesterday" if ago == 1 else f"{ago} days ago"
+    when = "yesterday" if ago == 1 else "today" if ago == 0 else f"{ago} days ago"
     return Fact("since", f"last {word} {when} ({d:%a} {s})", max(0.0, (ago - 2) / 3.0))
 
 

@@ -37,9 +37,14 @@ from agent.day.calendar import (
     CalendarEvent,
     DayFrame,
     Night,
+    SleepSpan,
+    elapsed_min,
     frame_day,
-    sleep_habits,
+    habits_for,
+    shift_patterns,
+    shifted,
     slot_of_time,
+    slot_window,
 )
 from agent.day.evidence import (
     Fact,
@@ -50,6 +55,7 @@ from agent.day.evidence import (
     facts_for,
     person_facts,
     since_fact,
+    sleep_fact,
 )
 from agent.day.horizon import INFO_WEIGHT, expected_effect, plan_horizon, position_values
 from agent.world import PlanModel
@@ -91,7 +97,7 @@ class DayInputs:
     day: date
     tz: tzinfo
     events: Sequence[CalendarEvent]  # of the day and the next (commitments of both)
-    nights: Sequence[Night]  # the person's recent main sleeps
+    nights: Sequence[Night]  # the person's recent main sleeps (night and day sleeps)
     facts: PersonFacts
     meters: Sequence[float]  # the current meters (0.5 = usual), as the belief last saw them
     belief: BeliefState  # updated with the person's observations (and answers)
@@ -105,6 +111,12 @@ class DayInputs:
     # the person's own dynamics fitted from their history (agent.personal.PersonalDynamics):
     # their departures from the table enter the plan's model; None or unfitted: the table
     dynamics: Any = None
+    # the calendar of the weeks before (what the person did around past night shifts, and
+    # when they last did an action by their calendar)
+    past_events: Sequence[CalendarEvent] = ()
+    # (action, meter) of the person's fitted effects that their insights contradict (opposite
+    # sign, significant): the plan neither uses nor shows them
+    contradicted: frozenset[tuple[str, str]] = frozenset()
     # action -> the clock time the person moved Rhythm's block of it to in their calendar
     # (the latest; issue 38): the block is placed as near it as the free time allows
     preferred_times: Any = None
@@ -116,7 +128,7 @@ class Block:
     action: str
     start: datetime
     end: datetime
-    kind: str  # block | nap | sleep_in | bedtime | early_night
+    kind: str  # block | nap | sleep_in | bedtime | early_night | day_sleep | shift_nap
     rationale: str
     evidence: list[str]
     expected_effect: dict[str, float]
@@ -167,9 +179,16 @@ class DayPlanner:
 
     def plan(self) -> DayPlan:
         x = self.x
-        habits = sleep_habits(x.nights, x.tz, x.wake_override, x.bed_override)
-        today = frame_day(x.day, x.tz, x.events, habits, now=x.now)
-        tomorrow = frame_day(x.day + timedelta(days=1), x.tz, x.events, habits)
+        # only what is known at planning time: sleeps that ended before now (or the day's start)
+        cutoff = x.now if x.now is not None else slot_window(x.day, 0, x.tz)[0]
+        nights = [n for n in x.nights if n.wake <= cutoff]
+        calendar = [*x.past_events, *x.events]
+        habits = habits_for(x.day, nights, calendar, x.tz, x.wake_override, x.bed_override)
+        patterns = shift_patterns([e for e in calendar if e.end <= cutoff], nights, x.tz)
+        today = frame_day(x.day, x.tz, x.events, habits, now=x.now, patterns=patterns)
+        tomorrow_habits = habits_for(x.day + timedelta(days=1), nights, calendar, x.tz, x.wake_override,
+                                     x.bed_override)
+        tomorrow = frame_day(x.day + timedelta(days=1), x.tz, x.events, tomorrow_habits, patterns=patterns)
         first = _first_slot(x.day, x.now, x.tz)
         notes: list[str] = []
         if habits.source == "default":
@@ -205,6 +224,13 @@ class DayPlanner:
                 forced[p] = ACTIONS.index(busiest[0]) if busiest else ACTIONS.index("ADMIN_WORK")
                 notes.append(f"{SLOTS[s]}: no free half hour between commitments, no suggestion")
         for s, action in today.fixed.items():
+            if s in today.asleep:
+                continue  # the day sleep's own block says when and why
+            if s == 3 and today.tonight is not None:
+                c = today.tonight
+                notes.append(f"night: {c.title} {c.start:%H:%M}-{c.end:%H:%M} "
+                             f"({elapsed_min(c.start, c.end) / 60:.1f} h): no bedtime tonight")
+                continue
             if s >= first:
                 held = today.commitments_in(s)
                 titles = ", ".join(f"{c.title} {c.start:%H:%M}-{c.end:%H:%M}" for c in held[:3])
@@ -224,7 +250,9 @@ class DayPlanner:
         residual = None
         departures: list[dict[str, Any]] = []
         if x.dynamics is not None and x.dynamics.fitted:
-            r = x.dynamics.plan_residual()
+            r = np.array(x.dynamics.plan_residual(), dtype=np.float64)
+            for action, meter in x.contradicted:
+                r[ACTIONS.index(action), METERS.index(meter)] = 0.0
             if np.any(r != 0.0):
                 residual = np.broadcast_to(r, (len(params), *r.shape))
             # in the plan's units (the table's effect plus the person's departure), as the
@@ -232,7 +260,8 @@ class DayPlanner:
             departures = [{**d, "action": ACTIONS[d["action"]], "meter": METERS[d["meter"]],
                            "table": TABLE[d["action"], d["meter"]],
                            "fitted": TABLE[d["action"], d["meter"]] + r[d["action"], d["meter"]]}
-                          for d in x.dynamics.departures()]
+                          for d in x.dynamics.departures()
+                          if (ACTIONS[d["action"]], METERS[d["meter"]]) not in x.contradicted]
         model = PlanModel(params, bs.w, residual=residual)
         meters = np.clip(np.asarray(x.meters, dtype=np.float64), 0.0, 1.0)
         slot0 = slots[0][1] if slots else 0
@@ -240,14 +269,21 @@ class DayPlanner:
         plan, score = plan_horizon(model, meters, slot0, len(slots), forced, allowed, penalty, info=info)
 
         available = person_facts(x.facts, x.day)
+        # "last night" is the last main sleep before now, by the person's own sleep records
+        if (last_sleep := sleep_fact(x.nights, cutoff, x.tz)) is not None:
+            available["sleep"] = last_sleep
+        else:
+            available.pop("sleep", None)
         available.update(belief_facts(bs.belief(), bs.belief_sd()))
         nxt_first = min((c.start for c in tomorrow.commitments if c.start >= tomorrow.wake - timedelta(hours=3)),
                         default=None)
         bed, bed_reason = bedtime(today, nxt_first, habits, tomorrow.wake,
                                   recent_beds=[n.bed for n in sorted(x.nights, key=lambda n: n.wake)[-5:]])
-        night = (bed, max(tomorrow.wake, bed + timedelta(minutes=habits.need_min)))
+        night = (bed, max(tomorrow.wake, shifted(bed, habits.need_min)))
         if nxt_first is not None and nxt_first < tomorrow.wake:
-            night = (bed, nxt_first - timedelta(minutes=60))
+            night = (bed, shifted(nxt_first, -60))
+        if tomorrow.sleeps and tomorrow.sleeps[0].start < night[1]:
+            night = (bed, max(bed + timedelta(minutes=60), tomorrow.sleeps[0].start))
 
         dp = DayPlan(
             day=x.day, tz=x.tz, frame=today, blocks=[], notes=notes,
@@ -263,7 +299,34 @@ class DayPlanner:
             block = self._block(dp, p, ACTIONS[int(plan[p])], "planner")
             if block is not None:
                 dp.blocks.append(block)
+        for span in today.sleeps:
+            block = self._sleep_block(dp, span)
+            if block is not None:
+                dp.blocks.append(block)
+        dp.blocks = _one_at_a_time(dp.blocks, today.commitments)
         return dp
+
+    def _sleep_block(self, dp: DayPlan, span: SleepSpan) -> Block | None:
+        """The day sleep after a night shift, or the sleep before the first of a run: a SLEEP
+        block where the person's own data says they sleep."""
+        ctx = dp._ctx
+        if self.x.now is not None and span.end <= self.x.now:
+            return None
+        lo = slot_window(dp.day, 0, dp.tz)[0]
+        _, s = slot_of_time(max(span.start, lo).astimezone(dp.tz))
+        pos = next((p for p, (d, sl) in enumerate(ctx["slots"]) if d == dp.day and sl >= s), None)
+        effect: dict[str, float] = {}
+        if pos is not None:
+            plan = np.array(ctx["plan"], dtype=np.int64)
+            plan[pos] = SLEEP
+            eff = expected_effect(ctx["model"], plan, ctx["meters"], ctx["slot0"], pos)
+            effect = {m: round(float(v), 3) for m, v in zip(METERS, eff, strict=True) if abs(v) >= MIN_EFFECT}
+        facts = [Fact("pattern", span.reason, 3.0), *facts_for("SLEEP", ctx["available"], limit=1)]
+        head = ("Sleep after your night shift" if span.kind == "day_sleep" else "Sleep before tonight's shift")
+        exp = ", ".join(f"{m} {v:+.2f}" for m, v in sorted(effect.items(), key=lambda kv: -abs(kv[1]))[:3])
+        why = "; ".join(f.text for f in facts[:2])
+        text = f"{head} {span.start:%H:%M}-{span.end:%H:%M}: {why}." + (f" Expected: {exp}." if exp else "")
+        return Block(SLOTS[s], "SLEEP", span.start, span.end, span.kind, text, [f.text for f in facts], effect)
 
     # -- blocks ---------------------------------------------------------------------------------
     def _block(self, dp: DayPlan, pos: int, action: str, chosen_by: str) -> Block | None:
@@ -296,7 +359,9 @@ class DayPlanner:
         available = dict(ctx["available"])
         window = placement.window if placement.kind in ("block", "nap", "early_night") else None
         available.update(calendar_facts(dp.frame, slot, window))
-        since = since_fact(action, self.x.recent_actions, dp.day)
+        cutoff = self.x.now if self.x.now is not None else slot_window(dp.day, 0, dp.tz)[0]
+        since = since_fact(action, self.x.recent_actions, dp.day, events=[*self.x.past_events, *self.x.events],
+                           before=cutoff)
         if since is not None:
             available["since"] = since
         facts = dynamics_facts(action, ctx["departures"]) + facts_for(action, available)
@@ -313,6 +378,29 @@ class DayPlanner:
             facts.append(Fact("answers", f"you ignored {n} {SLOTS[slot]} suggestion{'s' if n > 1 else ''} "
                               f"({names}), so: {action}", 0.0))
         return facts
+
+
+def _one_at_a_time(blocks: list[Block], held: Sequence[Any]) -> list[Block]:
+    """Never two blocks at once: an early night ends when the night's bedtime starts (one
+    bedtime a night; dropped if that puts it over a commitment); any other block that
+    overlaps one kept before it (sleep first) goes."""
+    out: list[Block] = []
+    order = sorted(blocks, key=lambda b: (b.action != "SLEEP", b.kind == "early_night", b.start))
+    for b in order:
+        if b.kind == "early_night":
+            bed = next((o for o in out if o.kind == "bedtime"), None)
+            if bed is not None and b.end > bed.start:
+                start = bed.start - (b.end - b.start)
+                b = replace(b, start=start, end=bed.start,
+                            rationale=b.rationale.replace(f"in bed by {b.end:%H:%M}", f"in bed by {bed.start:%H:%M}")
+                            .replace(f"wind down from {b.start:%H:%M}", f"wind down from {start:%H:%M}"))
+                if any(b.start < c.end and c.start < b.end for c in held):
+                    continue
+        if any(b.start < o.end and o.start < b.end for o in out):
+            continue
+        out.append(b)
+    out.sort(key=lambda b: b.start)
+    return out
 
 
 def _rationale(action: str, p: Placement, facts: list[Fact], effect: dict[str, float], bed_reason: str) -> str:
@@ -338,7 +426,7 @@ def with_model_pick(planner: DayPlanner, dp: DayPlan, slot: str, action: str, mo
     clearly worse than the planner's choice."""
     ctx = dp._ctx
     pos = next((p for p, (d, s) in enumerate(ctx["slots"]) if d == dp.day and SLOTS[s] == slot), None)
-    current = next((b for b in dp.blocks if b.slot == slot), None)
+    current = next((b for b in dp.blocks if b.slot == slot and b.kind not in ("day_sleep", "shift_nap")), None)
     if pos is None or current is None:
         return False, f"{model_name} chose {action} for the {slot}, which has no open time to plan"
     a = ACTIONS.index(action)

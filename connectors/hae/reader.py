@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from common.errors import SourceFormatError
 from common.records import RecordBatch, Sample
+from connectors.files import MiB, files_under, input_path, read_file_capped, read_member
 from connectors.hae.csvfiles import csv_kind, read_csv
 from connectors.hae.dates import BadDate, resolve_zone
 from connectors.hae.payload import Context, read_json
@@ -29,6 +30,8 @@ Progress = Callable[[float, float | None], None]
 SUFFIXES = (".json", ".csv")
 AGGREGATIONS = ("seconds", "minutes", "hours", "days")
 _ZIP_ERRORS = (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError)
+#: One JSON or CSV file (on disk or in a zip) is read whole: at most this big.
+MAX_FILE = 512 * MiB
 
 
 def read_export(
@@ -99,9 +102,9 @@ def _records(
     if payload is not None:
         yield from _payload(payload, content_type, ctx)
         return
-    path = Path(path).expanduser()
-    if path.is_dir():
-        files = sorted((p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in (*SUFFIXES, ".zip")),
+    path = input_path(path)  # a regular file or a folder (connectors/files.py)
+    if path.is_dir():  # regular files only; links out of the folder are not followed
+        files = sorted((p for p in files_under(path) if p.suffix.lower() in (*SUFFIXES, ".zip")),
                        key=lambda p: p.relative_to(path).as_posix())
         total = sum(p.stat().st_size for p in files)
         done, found = 0, 0
@@ -154,7 +157,8 @@ def _file(path: Path, ctx: Context, required: bool) -> Iterator[Any]:
     """Records of a file on disk; returns how many Health Auto Export files it held."""
     if path.suffix.lower() == ".zip":
         return (yield from _zip(path, ctx))
-    return int((yield from _one(path.read_bytes(), str(path), ctx, required)))
+    return int((yield from _one(read_file_capped(path, MAX_FILE, "a Health Auto Export file"), str(path), ctx,
+                                required)))
 
 
 def _zip(path: Path, ctx: Context) -> Iterator[Any]:
@@ -164,7 +168,9 @@ def _zip(path: Path, ctx: Context) -> Iterator[Any]:
             members = [i for i in zf.infolist() if not i.is_dir() and i.filename.lower().endswith(SUFFIXES)
                        and not PurePath(i.filename).name.startswith("._")]
             for info in sorted(members, key=lambda i: i.filename):
-                found += yield from _one(zf.read(info), f"{path}!{info.filename}", ctx, required=False)
+                name = f"{path}!{info.filename}"
+                data = read_member(zf, info, MAX_FILE, name, "a Health Auto Export file")
+                found += yield from _one(data, name, ctx, required=False)
     except _ZIP_ERRORS as exc:
         raise SourceFormatError(str(path), f"bad zip file: {exc}") from None
     return found

@@ -256,17 +256,40 @@ def read_takeout(fh: IO[bytes], name: str, zone: tzinfo, fetched_at: datetime) -
         doc = json.load(fh)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise SourceFormatError(name, f"not JSON: {exc}") from None
+    except RecursionError:
+        raise SourceFormatError(name, "JSON nested too deeply; refused") from None
     lists = doc.get("items") if isinstance(doc, dict) else None
     if not isinstance(lists, list) or not all(isinstance(t, dict) for t in lists):
         raise SourceFormatError(
             name, 'not a Google Takeout Tasks.json (expected {"items": [task lists with their "items"]})')
     for i, tl in enumerate(lists):
-        lid = str(tl.get("id") or "")
+        lid = tl.get("id")
         tasks = tl.get("items") or []
-        if not lid or not isinstance(tasks, list):
-            raise SourceFormatError(name, "a task list without an id or a list of tasks", f"list {i + 1}")
+        if not isinstance(lid, str) or not lid or not isinstance(tasks, list):
+            raise SourceFormatError(name, "a task list without an id (text) or a list of tasks", f"list {i + 1}")
         yield RawRecord(SOURCE, RAW_LIST, lid, _payload({k: v for k, v in tl.items() if k != "items"}),
                         fetched_at)
-        for task in tasks:
-            if isinstance(task, dict):
-                yield from map_task(task, lid, zone, fetched_at)
+        for j, task in enumerate(tasks):
+            _check_takeout_task(task, name, f"list {i + 1}, task {j + 1}")
+            yield from map_task(task, lid, zone, fetched_at)
+
+
+def _check_takeout_task(task: Any, name: str, where: str) -> None:
+    """A Takeout task of the API's shape, or one line saying what is wrong and where."""
+    from common.timeutil import in_sane_range, out_of_range_detail
+
+    def kind(v: Any) -> str:
+        return {dict: "an object", list: "a list", str: "text", bool: "true/false"}.get(type(v), type(v).__name__)
+
+    if not isinstance(task, dict):
+        raise SourceFormatError(name, f"a task is {kind(task)}, expected an object", where)
+    for key in ("id", "title", "status", "completed", "updated", "notes", "due"):
+        v = task.get(key)
+        if v is not None and not isinstance(v, str):
+            raise SourceFormatError(name, f"{key}: expected text, got {kind(v)}", where)
+    if task.get("status") == "completed" and task.get("completed"):
+        when = parse_time(task["completed"])
+        if when is None:
+            raise SourceFormatError(name, f"completed: not an RFC 3339 time: {task['completed'][:40]!r}", where)
+        if not in_sane_range(when):
+            raise SourceFormatError(name, "completed: " + out_of_range_detail("time", task["completed"][:40]), where)

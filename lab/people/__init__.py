@@ -18,6 +18,9 @@ People, as records or day tables:
 - `insight_person`: 100 days of wearables and a calendar with planted habits;
 - `insight_histories`: day tables of factors and meters with or without planted effects;
 - `meter_histories`: histories in the real meter space with planted dynamics.
+- `shift_people`: office workers, rotating shift workers, night-shift nurses, parents,
+  students and retirees with calendars in four languages, across a DST change, and the
+  truth of when they slept (`benchmarks/plan_quality.py`, tests/rhythm/test_plan_truth.py).
 
 The suite writes the files once per session into a temporary folder (tests/conftest.py);
 `python -m lab.people OUT_DIR` writes the Apple Health and WHOOP files for a look.

@@ -38,6 +38,9 @@ def _run(ctx: typer.Context, desc: FileImport, path: Path, json_out: bool) -> No
     if d.get("skipped"):  # rows a connector left out (NaN, end before start...), by reason
         console.print("left out: " + ", ".join(f"{n} {reason}" for reason, n in d["skipped"].items()),
                       highlight=False)
+    if d.get("rejected"):  # values outside the physical ranges (common/ranges.py), never stored
+        console.print(f"rejected as impossible: {sum(d['rejected'].values())} values ("
+                      + ", ".join(f"{n} {why}" for why, n in d["rejected"].items()) + ")", highlight=False)
 
 
 def _size(path: Path) -> int | None:

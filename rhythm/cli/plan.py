@@ -33,11 +33,14 @@ def _day(value: str | None) -> date | None:
 @app.command("export")
 def export_cmd(
     ctx: typer.Context,
-    ics: Path = typer.Option(..., "--ics", help="The .ics file to write (replaced whole)."),
+    ics: Path = typer.Option(..., "--ics", help="The .ics file to write: a new file, or one Rhythm wrote "
+                             "before (replaced whole)."),
     day: str | None = typer.Option(None, "--date", help=DATE_HELP),
     days: int = typer.Option(1, "--days", help=DAYS_HELP),
     busy: bool = typer.Option(False, "--busy", help="Mark the blocks busy (TRANSP:OPAQUE) instead of free."),
     json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+    force: bool = typer.Option(False, "--force", help="Replace a regular file Rhythm did not write "
+                               "(never a link, a pipe or a device)."),
 ) -> None:
     """Write the day's suggested blocks as .ics events with stable UIDs (re-export updates).
 
@@ -46,7 +49,7 @@ def export_cmd(
     from rhythm.jobs import recommend
     from rhythm.plan_export import export_ics
 
-    result = export_ics(get_settings(ctx), ics, _day(day), days, plan=recommend, busy=busy)
+    result = export_ics(get_settings(ctx), ics, _day(day), days, plan=recommend, busy=busy, force=force)
     if json_out:
         print_json(result)
         return

@@ -68,7 +68,8 @@ class Block(BaseModel):
     id: int = Field(description="What explain_recommendation and record_feedback take.")
     slot: str
     action: str
-    kind: str | None = Field(description="block, bedtime, sleep_in, nap or early_night.")
+    kind: str | None = Field(description="block, bedtime, sleep_in, nap, early_night, day_sleep (after a night "
+                                         "shift) or shift_nap (before one).")
     start: str | None = Field(description="ISO 8601 local time with its UTC offset.")
     end: str | None
     rationale: str | None = Field(description="Rhythm's reason, from a template (no imported text).")
@@ -105,6 +106,7 @@ class PlanResult(BaseModel):
         description="stored: the latest plan stored for the day; planned_now: there was none, so Rhythm planned it."
     )
     planned_at: str | None = Field(description="When the plan was made (UTC).")
+    cut: str | None = Field(None, description="Set when the answer was over the 1 MB budget: what was cut.")
 
 
 # -- explain_recommendation --------------------------------------------------------------------
@@ -146,6 +148,7 @@ class Explanation(BaseModel):
         description="The person's answers in this kind of slot given before it was planned (the ones it weighed)."
     )
     answers_by_action: list[ActionAnswers] = Field(description="Those answers counted per action.")
+    cut: str | None = Field(None, description="Set when the answer was over the 1 MB budget: what was cut.")
 
 
 # -- record_feedback ---------------------------------------------------------------------------
@@ -165,7 +168,8 @@ class QueryResult(BaseModel):
     columns: list[str]
     rows: list[list[Any]] = Field(description="One list per row, in column order; JSON values.")
     row_count: int = Field(description="Rows returned here.")
-    truncated: bool = Field(description="True when more rows matched than max_rows.")
+    truncated: bool = Field(description="True when more rows matched than max_rows, or values or rows were cut to "
+                                        "fit the answer's 1 MB budget (the note says which).")
     max_rows: int
     note: str | None = None
 
@@ -214,6 +218,7 @@ class StatusResult(BaseModel):
     daemon: dict[str, Any]
     schedule: list[dict[str, Any]]
     problems: list[str]
+    cut: str | None = Field(None, description="Set when the answer was over the 1 MB budget: what was cut.")
 
 
 # -- set_label (issue 40) ------------------------------------------------------------------------

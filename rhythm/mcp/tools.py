@@ -20,6 +20,8 @@ from typing import Any
 
 from common.errors import ConfigError, RhythmError, StorageError
 from common.records import METERS, SLOTS
+from common.timeutil import SANE_RANGE, in_sane_range
+from rhythm.mcp import budget
 from rhythm.mcp.models import (
     ActionAnswers,
     Answer,
@@ -113,9 +115,29 @@ def parse_day(value: str | None, name: str = "day") -> date | None:
     if value is None or not str(value).strip():
         return None
     try:
-        return date.fromisoformat(str(value).strip())
+        day = date.fromisoformat(str(value).strip())
     except ValueError:
         raise ConfigError(f"{name}: expected a day as YYYY-MM-DD, got {clean(str(value))[:40]!r}") from None
+    if not in_sane_range(day):
+        raise ConfigError(f"{name}: {day.isoformat()} is outside the accepted range {SANE_RANGE}")
+    return day
+
+
+#: get_plan plans a day that has no stored plan only this near the person's data or today
+#: (a plan for 1900 has nothing to be made from).
+PLAN_REACH_DAYS = 366
+
+
+def _plannable(db: Database, day: date, today: date) -> None:
+    try:
+        first, last = db.query("SELECT min(local_day), max(local_day) FROM meters")[1][0]
+    except StorageError:  # no meters table yet: today is the only anchor
+        first = last = None
+    lo = min(today, first or today) - timedelta(days=PLAN_REACH_DAYS)
+    hi = max(today, last or today) + timedelta(days=PLAN_REACH_DAYS)
+    if not lo <= day <= hi:
+        raise ConfigError(f"day: {day.isoformat()} has no stored plan and is too far from your data and today to "
+                          f"plan ({lo.isoformat()} .. {hi.isoformat()})")
 
 
 def _local(t: datetime | None, tz: tzinfo) -> str | None:
@@ -180,6 +202,8 @@ def get_plan(settings: Settings, day: str | None = None, now: datetime | None = 
     tz = user_zone(settings)
     with _reader(settings) as db:
         stored = _stored_plan(db, target, tz)
+        if stored is None:
+            _plannable(db, target, local_today(settings, now))
     if stored is not None:
         return stored
     from rhythm.jobs import recommend
@@ -355,7 +379,7 @@ def query_sql(
         timer.daemon = True
         timer.start()
         try:
-            columns, rows = db.query(sql, max_rows=int(max_rows) + 1)
+            columns, rows = db.query(sql, max_rows=int(max_rows) + 1, max_chars=budget.MAX_VALUE_CHARS)
         except StorageError:
             if stopped.is_set():
                 raise StorageError(f"query stopped after {timeout_s:g} s: narrow it (a WHERE on local_day, "
@@ -365,12 +389,32 @@ def query_sql(
             timer.cancel()
     truncated = len(rows) > max_rows
     rows = rows[:max_rows]
-    note = None
+    notes = []
     if truncated:
-        note = (f"truncated: showing the first {max_rows} rows; more matched. Add a LIMIT or an aggregate, "
-                f"or raise max_rows (at most {MAX_ROWS}).")
-    return QueryResult(columns=[clean(str(c)) for c in columns], rows=[data(list(r)) for r in rows],
-                       row_count=len(rows), truncated=truncated, max_rows=int(max_rows), note=note)
+        notes.append(f"truncated: showing the first {max_rows} rows; more matched. Add a LIMIT or an aggregate, "
+                     f"or raise max_rows (at most {MAX_ROWS}).")
+    # the byte budget (rhythm.mcp.budget): long values cut, rows past the budget left out
+    out, used, cut = [], 0, 0
+    for r in rows:
+        row = []
+        for v in data(list(r)):
+            if isinstance(v, str):
+                v, was = budget.cut_text(v, budget.MAX_VALUE_CHARS)
+                cut += was
+            row.append(v)
+        used += budget.size(row) + 1
+        if used > budget.MAX_ANSWER_BYTES - 4096:
+            truncated = True
+            notes.append(f"truncated: the first {len(out)} rows fill the answer's budget of "
+                         f"{budget.MAX_ANSWER_BYTES:,} bytes; select fewer columns or rows")
+            break
+        out.append(row)
+    if cut:
+        truncated = True
+        notes.append(f"{cut} values longer than {budget.MAX_VALUE_CHARS:,} characters were cut (marked "
+                     f"{budget.CUT_MARK!r})")
+    return QueryResult(columns=[clean(str(c)) for c in columns], rows=out, row_count=len(out), truncated=truncated,
+                       max_rows=int(max_rows), note="; ".join(notes) or None)
 
 
 # -- get_insights ------------------------------------------------------------------------------

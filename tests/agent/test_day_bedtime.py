@@ -87,3 +87,9 @@ def test_the_planner_places_a_moved_action_at_the_persons_time_and_says_so():
     same = next(x for x in again.blocks if x.slot == b.slot)
     assert (same.action, same.start.time(), same.end - same.start) == (b.action, wanted, b.end - b.start)
     assert any("you moved Rhythm's" in e and f"{wanted:%H:%M}" in e for e in same.evidence)
+
+
+def test_day_sleeps_after_night_shifts_say_nothing_about_a_bedtime():
+    days = [datetime.combine(DAY - timedelta(days=k), time(8, 30), tzinfo=TZ) for k in range(5, 0, -1)]
+    assert meet_where_they_are(at(23, 0), at(23, 59), days, TZ) is None
+    assert meet_where_they_are(at(23, 0), at(23, 59), [*days, *onsets(23, 45)], TZ) == (at(23, 25), at(23, 45))

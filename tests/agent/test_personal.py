@@ -149,3 +149,23 @@ def test_the_plan_is_stable_without_evidence():
         dp = _planned(fit)
         assert [(b.slot, b.action, b.expected_effect) for b in dp.blocks] == \
             [(b.slot, b.action, b.expected_effect) for b in base.blocks]
+
+
+@pytest.mark.slow
+def test_a_fitted_effect_the_insights_contradict_is_neither_used_nor_shown():
+    """Issue 36: 'your data: EXERCISE leaves your vitality +...' next to insights saying
+    exercise lowers vitality is no reason; the plan drops that entry of the fit (its model
+    and its evidence) and keeps the rest."""
+    restores = fit_personal(transitions(history(PEOPLE["restores"], 240, 0)))
+    shown = _planned(restores)
+    ex = [b for b in shown.blocks if b.action == "EXERCISE"]
+    assert ex and any(e.startswith("your data: EXERCISE leaves your vitality") for e in ex[0].evidence)
+    vetoed = _planned(restores, contradicted=frozenset({("EXERCISE", "vitality")}))
+    for b in vetoed.blocks:
+        assert not any(e.startswith("your data: EXERCISE leaves your vitality") for e in b.evidence)
+    # the model the plan uses is the table's for that entry: the same as without the fit there
+    base = _planned()
+    table_ex = [b for b in base.blocks if b.action == "EXERCISE"]
+    vetoed_ex = [b for b in vetoed.blocks if b.action == "EXERCISE"]
+    if table_ex and vetoed_ex:
+        assert vetoed_ex[0].expected_effect["vitality"] < ex[0].expected_effect["vitality"]

@@ -401,7 +401,29 @@ TASKS = [
     Case("tasks-truncated-json", "tasks", write("Tasks.json", '{"kind": "tasks#taskLists", "items": [{"title": "x", "items": [{'), r"Tasks.json"),
 ]
 
-CASES = HEALTHKIT + GARMIN + WHOOP + CALENDAR + TASKS
+
+
+def takeout(**task: object) -> Callable[[Path], Path]:
+    """A Google Takeout Tasks.json whose one task has these fields (issue 41: malformed shapes)."""
+    base = {"id": "t1", "title": "A", "status": "completed", "completed": "2024-01-01T10:00:00.000Z"}
+    return write("Tasks.json", json.dumps({"items": [{"id": "L1", "title": "List", "items": [{**base, **task}]}]}))
+
+
+TAKEOUT = [
+    Case("tasks-json-completed-is-a-number", "tasks", takeout(completed=123), r"\(list 1, task 1\): completed: expected text, got int"),
+    Case("tasks-json-completed-is-an-object", "tasks", takeout(completed={"a": 1}), r"completed: expected text, got an object"),
+    Case("tasks-json-completed-not-a-time", "tasks", takeout(completed="yesterday"), r"completed: not an RFC 3339 time: 'yesterday'"),
+    Case("tasks-json-completed-year-9999", "tasks", takeout(completed="9999-01-01T10:00:00.000Z"), RANGE),
+    Case("tasks-json-id-is-a-list", "tasks", takeout(id=[1, 2]), r"id: expected text, got a list"),
+    Case("tasks-json-title-is-an-object", "tasks", takeout(title={"x": 1}), r"title: expected text, got an object"),
+    Case("tasks-json-status-is-a-number", "tasks", takeout(status=5), r"status: expected text, got int"),
+    Case("tasks-json-task-is-a-list", "tasks", write("Tasks.json", json.dumps({"items": [{"id": "L", "items": [[1, 2]]}]})), r"\(list 1, task 1\): a task is a list, expected an object"),
+    Case("tasks-json-list-id-is-an-object", "tasks", write("Tasks.json", json.dumps({"items": [{"id": {"a": 1}, "items": []}]})), r"\(list 1\): a task list without an id"),
+    Case("tasks-json-nested-100k-deep", "tasks", write("Tasks.json", "[" * 100_000 + "]" * 100_000), r"JSON nested too deeply"),
+    Case("tasks-json-top-level-list", "tasks", write("Tasks.json", "[1, 2]"), r"not a Google Takeout Tasks\.json"),
+]
+
+CASES = HEALTHKIT + GARMIN + WHOOP + CALENDAR + TASKS + TAKEOUT
 PATHS = ["python"] + (["native"] if native._Scanner is not None else [])
 
 

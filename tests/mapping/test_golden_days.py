@@ -157,15 +157,17 @@ def test_ics_calendar_with_a_moved_occurrence(run_cli, rhythm_home, fixtures_dir
     _, db = _import_and_map(run_cli, rhythm_home, ("ics", fixtures_dir / "google_calendar/ics/rie_issue_62_moved_event.ics"))
     with db:
         # "Karaoke", last Friday of the month 21:30 Berlin, no duration; the 2021-12-31
-        # occurrence was moved to 2021-12-17.
-        assert _action(db, "2021-11-26", "evening")[0] == "SOCIALIZE"
-        assert _action(db, "2021-12-17", "evening")[0] == "SOCIALIZE"
-        assert _action(db, "2021-12-31", "evening")[0] is None
+        # occurrence was moved to 2021-12-17. The feed marks every occurrence transparent
+        # ("free"): an event the person may go to, never counted as done (issue 36), so it
+        # is classified but moves no slot action and no meter.
+        _, rows = db.query("SELECT local_day, action, transparency FROM events WHERE local_day < '2022-01-01' "
+                           "ORDER BY local_day")
+        assert [(d.isoformat(), a, t) for d, a, t in rows] == [
+            ("2021-11-26", "SOCIALIZE", "transparent"), ("2021-12-17", "SOCIALIZE", "transparent")]
+        for day in ("2021-11-26", "2021-12-17", "2021-12-31"):
+            assert _action(db, day, "evening")[0] is None
         row = _meters(db, "2021-12-17", "evening")
         assert row["vitality"] is None  # a calendar says nothing about the body
-        # one social event this week against a usual of none: connection above usual
-        assert row["connection"] == pytest.approx(0.690, abs=TOL)
-        social = row["evidence"]["connection"]["signals"]["social_events_7d"]
-        assert social["value"] == 1 and social["baseline"] == 0 and social["personal"]
+        assert row["connection"] is None  # and a free-marked event says nothing of what was done
         _, rows = db.query("SELECT DISTINCT action FROM events")
         assert rows == [("SOCIALIZE",)]

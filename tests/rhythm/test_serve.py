@@ -249,3 +249,64 @@ def test_a_signal_stops_it_cleanly_after_the_push(rhythm_home, run_cli, sig):
     assert proc.returncode == 0, err
     assert "stopping" in err
     assert stored(run_cli)["samples"] == answer["stored"]["tables"]["samples"]["new"]
+
+
+def small_push(i: int) -> bytes:
+    """One push of its own: a step count at a minute nobody else pushes."""
+    t = f"2024-03-{1 + i // 24:02d} {i % 24:02d}:{i % 60:02d}:00 +0100"
+    return json.dumps({"data": {"metrics": [{"name": "step_count", "units": "count",
+                                             "data": [{"date": t, "qty": 100 + i, "source": "iPhone"}]}],
+                                "workouts": []}}).encode()
+
+
+def burst(addr, bodies: list[bytes]) -> list[tuple[int, dict]]:
+    """Every body posted at the same moment, each on its own connection."""
+    go = threading.Barrier(len(bodies))
+    out: list[tuple[int, dict] | None] = [None] * len(bodies)
+
+    def one(i: int) -> None:
+        go.wait()
+        try:
+            status, answer, _ = post(addr, bodies[i], auth(**{"automation-name": f"burst {i}"}))
+            out[i] = (status, answer)
+        except OSError as exc:  # reset by the kernel: what a short listen queue does
+            out[i] = (0, {"error": repr(exc)})
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(bodies))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return [o or (0, {}) for o in out]
+
+
+@pytest.mark.slow  # 80 imports: 3-7 s
+def test_a_burst_of_forty_pushes_is_stored_whole_and_once(server, run_cli):
+    bodies = [small_push(i) for i in range(40)]
+    first = burst(server, bodies)
+    assert [s for s, _ in first] == [200] * 40, [a for s, a in first if s != 200][:3]
+    assert [a["stored"]["tables"]["samples"]["new"] for _, a in first] == [1] * 40
+    db = stored(run_cli)
+    assert db["samples"] == 40 and db["runs"] == 40
+    again = burst(server, bodies)  # the phone retries them all: nothing twice
+    assert [s for s, _ in again] == [200] * 40
+    assert [a["stored"]["new"] for _, a in again] == [0] * 40
+    assert stored(run_cli)["samples"] == 40
+
+
+def test_a_client_that_hangs_up_is_one_log_line(server, run_cli, capsys):
+    import socket
+
+    host, port, lines = server
+    for _ in range(5):
+        s = socket.create_connection((host, port))
+        body = small_push(1)
+        s.sendall(b"POST /hae HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  + f"{SECRET_HEADER}: {SECRET}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # reset on close
+        s.close()
+    status, _, _ = post(server, small_push(2), auth())  # it still serves
+    assert status == 200
+    assert not any("Traceback" in line or "\n" in line for line in lines), lines
+    assert sum("hung up" in line for line in lines) == 5, lines
+    assert "Traceback" not in capsys.readouterr().err

@@ -95,3 +95,21 @@ def test_export_still_writes_parquet(home, run_cli, tmp_path):
 def test_database_config_and_wal_are_private(home, run_cli):
     for p in (home / "rhythm.duckdb", home / "config.toml"):
         assert p.stat().st_mode & 0o077 == 0, p
+
+
+def test_cut_values_keep_short_nested_values_and_cut_long_ones_in_the_database(tmp_path):
+    from storage import open_db
+
+    with open_db(tmp_path / "cut.duckdb") as db:
+        cols, rows = db.query(
+            "SELECT [1, 2] AS short_list, {'a': 1} AS short_struct, [repeat('x', 500)] AS long_list, "
+            "{'b': repeat('y', 500)} AS long_struct, repeat('z', 500) AS long_text",
+            max_chars=100,
+        )
+    assert cols == ["short_list", "short_struct", "long_list", "long_struct", "long_text"]
+    short_list, short_struct, long_list, long_struct, long_text = rows[0]
+    assert short_list == [1, 2] and short_struct == {"a": 1}
+    # long values come back as their text, cut by the database to max_chars + 1 characters
+    assert isinstance(long_list, str) and len(long_list) == 101 and long_list.startswith("[xxx")
+    assert isinstance(long_struct, str) and len(long_struct) == 101 and "yyy" in long_struct
+    assert long_text == "z" * 101
