@@ -209,7 +209,7 @@ def build_server(settings: Settings) -> MCPServer:
         unknown), why, and where that answer came from (their word, their devices, their calendar).
         The doubtful ones are for the person to confirm or correct (record_feedback)."""
         with _one_call(lock):
-            return tools.review_answers(settings, day, doubtful_only)
+            return fit(tools.review_answers(settings, day, doubtful_only))
 
     @server.resource("rhythm://schema", name="schema", title="Database schema", mime_type="application/json",
                      description="DESCRIBE of every user-facing table and view (samples, sleep_sessions, workouts, "
