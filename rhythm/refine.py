@@ -69,7 +69,7 @@ def collect(db: Database, settings: Settings, fmt: str) -> RefineData:
     from training.answers import Example
 
     tz = user_zone(settings)
-    feedback = plans.answers(db)
+    feedback = plans.answers(db, implicit=bool(settings.implicit_answers))
     usable = [f for f in feedback if _usable(f)]
     if len(usable) < MIN_ANSWERS:
         raise RhythmError(
