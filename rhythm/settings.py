@@ -153,7 +153,12 @@ def _coerce(name: str, raw: Any, typ: Any) -> Any:
         if "bool" in text:
             if isinstance(raw, bool):
                 return raw
-            return str(raw).strip().lower() in {"1", "true", "yes", "on"}
+            word = str(raw).strip().lower()
+            if word in {"1", "true", "yes", "on"}:
+                return True
+            if word in {"0", "false", "no", "off", ""}:
+                return False
+            raise ConfigError(f"setting {name}: expected true or false, got {raw!r}")
         if "int" in text and "float" not in text:
             return int(raw)
         if "float" in text:

@@ -144,7 +144,8 @@ def test_config_set_refuses_bad_values_and_leaves_the_file(run_cli, rhythm_home)
     run_cli("init")
     before = (rhythm_home / "config.toml").read_bytes()
     for args, needle in ((("timezone", "Mars/Olympus"), "Mars/Olympus"), (("whoop_lag_days", "soon"), "whoop_lag_days"),
-                         (("no_such_setting", "1"), "no_such_setting")):
+                         (("no_such_setting", "1"), "no_such_setting"),
+                         (("implicit_answers", "maybe"), "expected true or false")):
         code, _, err = run_cli("config", "set", *args)
         assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
     assert (rhythm_home / "config.toml").read_bytes() == before

@@ -38,6 +38,7 @@ def test_default_config_file_loads(tmp_path):
     ("whoop_lag_days = [", "invalid TOML"),
     ("no_such_thing = 1", "unknown setting"),
     ("whoop_lag_days = 'many'", "cannot read"),
+    ("implicit_answers = 'sometimes'", "expected true or false"),
 ])
 def test_bad_config_is_a_clear_error(tmp_path, text, match):
     (tmp_path / "config.toml").write_text(text)
@@ -55,3 +56,10 @@ def test_bad_config_via_cli_is_one_line(run_cli, rhythm_home):
     (rhythm_home / "config.toml").write_text("whoop_lag_days = [")
     code, _, err = run_cli("db", "info")
     assert code == 2 and "invalid TOML" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("word", "value"), [("yes", True), ("ON", True), ("1", True), ("false", False),
+                                            ("off", False), ("0", False)])
+def test_a_boolean_setting_reads_the_usual_words(tmp_path, word, value):
+    s = load_settings(home=tmp_path, env={"RHYTHM_IMPLICIT_ANSWERS": word})
+    assert s.implicit_answers is value
