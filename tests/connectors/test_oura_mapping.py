@@ -17,6 +17,8 @@ from rhythm.settings import load_settings
 from tests.connectors.oura_server import OuraServer, make_days
 from tests.loopback import Loopback
 
+pytestmark = pytest.mark.slow  # each test syncs and maps an Oura person first (over 2 s)
+
 DAYS = 21
 SLOTS = ("morning", "afternoon", "evening", "night")
 

@@ -165,6 +165,7 @@ def test_history_days_bounds_the_first_sync(env, oura, run_cli, rhythm_home):
 
 
 # -- idempotency, the lag window and re-scored days ----------------------------------------------
+@pytest.mark.slow  # a whole sync over weeks of data: over 2 s
 def test_resync_adds_no_rows_and_asks_only_for_the_lag_window(env, oura, run_cli):
     seed_oauth(env, oura)
     sync_ok(run_cli)
@@ -187,6 +188,7 @@ def test_resync_adds_no_rows_and_asks_only_for_the_lag_window(env, oura, run_cli
     assert len(hr) == 1  # two days of heart rate: one request
 
 
+@pytest.mark.slow  # a whole sync over weeks of data: over 2 s
 def test_rescored_days_and_todays_growing_totals_update_in_place(env, oura, run_cli):
     seed_oauth(env, oura)
     sync_ok(run_cli)
@@ -213,6 +215,7 @@ def test_rescored_days_and_todays_growing_totals_update_in_place(env, oura, run_
     assert all(after[k][0] > before[k][0] for k in changed)
 
 
+@pytest.mark.slow  # a whole sync over weeks of data: over 2 s
 def test_a_period_deleted_in_the_app_is_removed_on_the_next_sync(env, oura, run_cli):
     seed_oauth(env, oura)
     sync_ok(run_cli)
@@ -268,6 +271,7 @@ def test_a_rejected_refresh_token_is_one_line_and_prints_no_token(env, oura, run
     assert q(env, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'raw_oura'") == [(0,)]
 
 
+@pytest.mark.slow  # a whole sync over weeks of data: over 2 s
 def test_a_failed_sync_leaves_the_database_as_it_was(env, oura, run_cli):
     seed_oauth(env, oura)
     sync_ok(run_cli)
@@ -283,6 +287,7 @@ def test_a_failed_sync_leaves_the_database_as_it_was(env, oura, run_cli):
     assert q(env, "SELECT ok FROM runs WHERE source = 'oura' ORDER BY id") == [(True,), (False,)]
 
 
+@pytest.mark.slow  # a whole sync over weeks of data: over 2 s
 def test_a_failed_first_sync_leaves_no_rows_and_no_raw_table(env, oura, run_cli):
     seed_oauth(env, oura)
     oura.faults["daily_stress"] = [Reply.drop()] * 10  # the server dies mid-sync
