@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from agent.runtime import GGUF_MAGIC, check_gguf
 from common.errors import ModelError
 
-MAGIC = b"GGUF"
 MAX_COUNT = 1_000_000  # tensors, metadata entries, array items
 MAX_STRING = 16 << 20
 MAX_BLANK_SHARE = 0.1  # at most this share of tensors may be all zeros
@@ -98,7 +98,7 @@ def read_info(path: Path) -> GgufInfo:
     size = path.stat().st_size
     try:
         with path.open("rb") as fh:
-            if _read(fh, 4) != MAGIC:
+            if _read(fh, 4) != GGUF_MAGIC:
                 raise ModelError(f"not a GGUF file: {path}")
             version = _unpack(fh, "<I")
             if version not in (2, 3):
@@ -149,11 +149,7 @@ def _blank(fh: IO[bytes], start: int, t: Tensor) -> bool:
 def check_model_file(path: str | Path, like: str | Path | None = None) -> GgufInfo:
     """``path``'s GGUF info if the file is whole (module docstring); else ModelError, one line.
     ``like``: the model it was made from, whose tensor table it must share."""
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise ModelError(f"model file not found: {p}")
-    if not p.is_file():
-        raise ModelError(f"model path is not a file: {p}")
+    p = check_gguf(path)  # there, a file, the magic
     info = read_info(p)
     if not info.tensors:
         raise ModelError(f"{p}: a GGUF without tensors")
