@@ -71,14 +71,14 @@ def choose_backend(settings: Settings) -> tuple[str, Path | None]:
         raise ConfigError(f"agent_backend must be auto, bayes or llm, not {backend!r}")
     if backend == "bayes":
         return "bayes", None
+    if backend == "auto" and not _llama_cpp_available():
+        return "bayes", None  # the base install has no llama.cpp: the day planner decides alone
     refined = refined_model_path(settings)
     path = settings.model_path or (refined if _whole(refined) else None) or product_model_path()
     if path is None:
         if backend == "llm":
             raise ModelError("agent_backend is llm but no model: set model_path to a local GGUF file")
         return "bayes", None
-    if backend == "auto" and not _llama_cpp_available():
-        return "bayes", None  # the base install has no llama.cpp: the day planner decides alone
     if not Path(path).is_file():
         raise ModelError(f"{path}: model file not found (setting model_path)")
     return "llm", Path(path)
