@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
+from common.rhythm_blocks import is_rhythm_event_id
 from mapping.judge import Block, Pushed, Seen, Span, judge
 from storage import implicit as stored
 from storage.db import Database
@@ -23,9 +24,9 @@ def seen_for(db: Database, blocks: list[Block]) -> Seen:
     lo = min(b.start for b in blocks) - timedelta(days=stored_days())
     hi = max(b.end for b in blocks) + timedelta(hours=12)
     rows = stored.seen_rows(db, lo, hi)
-    mine = [r for r in rows["events"] if not stored.is_rhythm_event(r[3])]
+    mine = [r for r in rows["events"] if not is_rhythm_event_id(r[3])]
     rhythm = {str(r[3]): Span(_aware(r[0]), _aware(r[1]), r[2]) for r in rows["events"]
-              if stored.is_rhythm_event(r[3]) and r[4] == "google"}
+              if is_rhythm_event_id(r[3]) and r[4] == "google"}
     pushed = {int(p["recommendation_id"]): Pushed(int(p["recommendation_id"]), p["event_id"], _aware(p["start_ts"]),
                                                   _aware(p["end_ts"]), _aware(p["pushed_at"]))
               for p in stored.pushed(db)}

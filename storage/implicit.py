@@ -8,7 +8,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from common.rhythm_blocks import GOOGLE_ID_PREFIX, RHYTHM_UID_SUFFIX
 from storage.db import Database
 
 
@@ -58,11 +57,6 @@ def data_until(db: Database) -> datetime | None:
     ]
     vals = [v for v in vals if v is not None]
     return max(vals) if vals else None
-
-
-def is_rhythm_event(event_id: str | None) -> bool:
-    uid = (event_id or "").split("/", 1)[0]
-    return uid.endswith(RHYTHM_UID_SUFFIX) or uid.startswith(GOOGLE_ID_PREFIX)
 
 
 def pushed(db: Database) -> list[dict[str, Any]]:

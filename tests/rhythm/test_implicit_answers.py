@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from common.rhythm_blocks import is_rhythm_event_id
 from rhythm import jobs
 from rhythm.settings import load_settings
 from storage import implicit, open_db, plans
@@ -133,7 +134,7 @@ def test_deleted_block_is_an_ignore_and_a_moved_one_a_time_preference(google):
     # the person's own events (one even titled "Exercise (Rhythm)") are never read as Rhythm's
     with open_db(settings.database, read_only=True) as db:
         assert {p["event_id"] for p in implicit.pushed(db)} == {e["id"] for e in mine.values()}
-    assert not implicit.is_rhythm_event("lookalike01")
+    assert not is_rhythm_event_id("lookalike01")
     assert q(settings, "SELECT count(*) FROM answers_implicit WHERE source = 'calendar'") == [(2,)]
 
 
