@@ -38,8 +38,8 @@ from connectors.files import (
     check_member,
     files_under,
     input_path,
-    read_capped,
     read_file_capped,
+    read_member,
 )
 from connectors.garmin import connect_export
 from connectors.garmin.fit import read_fit
@@ -173,10 +173,8 @@ def _member(
         return
     found[0] += 1
     cap, what = _cap(kind)
-    check_member(info, cap, member, what)
     try:
-        with zf.open(info) as src:
-            data = read_capped(src, cap, member, what)
+        data = read_member(zf, info, cap, member, what)
     except _ZIP_ERRORS as exc:
         raise SourceFormatError(member, f"truncated or corrupt zip member: {exc}", where) from None
     yield from _decode(kind, data, member, fetched_at)
