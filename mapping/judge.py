@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 
+from mapping.actions import overlap_min
+
 NEAR_MIN = 60  # a workout / event this close to a block counts as the block's
 STEPS_EPISODE = 2500  # steps inside an EXERCISE block that read as a walk or run
 BED_CLOSE_MIN = 30  # onset within this of the suggested bedtime: accepted
@@ -167,7 +169,7 @@ def _gap_min(s: Span, b: Block) -> float:
 
 
 def _overlap_min(s: Span, b: Block) -> float:
-    return max(0.0, (min(s.end, b.end) - max(s.start, b.start)).total_seconds() / 60.0)
+    return overlap_min(s.start, s.end, b.start, b.end)
 
 
 def _elsewhere(b: Block, seen: Seen, tz: tzinfo | None) -> str | None:

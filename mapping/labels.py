@@ -52,6 +52,7 @@ from mapping.actions import (
     KeywordRules,
     classify_event,
     keyword_rules,
+    normalize,
     tokens,
 )
 
@@ -109,10 +110,6 @@ def label_key(pattern: str) -> str:
     return key
 
 
-def title_key(title: str | None) -> str:
-    return " ".join(tokens(title))
-
-
 @cache
 def stop_words() -> frozenset[str]:
     text = resources.files("mapping").joinpath("data/labels.toml").read_text(encoding="utf-8")
@@ -160,7 +157,7 @@ class LabelBook:
         series: dict[str, Label] = {}
         for title, sid in events:
             if sid:
-                lab = exact.get(title_key(title))
+                lab = exact.get(normalize(title))
                 if lab is not None and (sid not in series or ORIGINS.index(lab.origin) < ORIGINS.index(series[sid].origin)):
                     series[sid] = lab
         return cls(exact, tuple(patterns), series, tuple(words))
@@ -168,7 +165,7 @@ class LabelBook:
     def find(self, title: str | None, series_id: str | None = None) -> tuple[Label, str] | None:
         """The label for an event and how it applies ("exact", "pattern", "series", "words");
         the person's labels before learned ones at every step."""
-        key = title_key(title)
+        key = normalize(title)
         toks = set(key.split())
         for origin in ORIGINS:
             lab = self.exact.get(key)
@@ -244,7 +241,7 @@ def learn(facts: Iterable[EventFacts], skip: Iterable[str] = ()) -> list[Label]:
     groups: dict[str, list[EventFacts]] = defaultdict(list)
     shown: dict[str, str] = {}
     for f in facts:
-        key = title_key(f.title)
+        key = normalize(f.title)
         if not key or key in skipped or not f.wearable_day:
             continue
         if not EVENT_MIN_MINUTES <= f.minutes <= EVENT_MAX_MINUTES:
@@ -275,7 +272,7 @@ def unlabelled_titles(titles: Sequence[tuple[str | None, str | None]], book: Lab
     """Of (title, recurring id) pairs, the distinct titles neither a label nor the table names."""
     seen: dict[str, str] = {}
     for title, sid in titles:
-        key = title_key(title)
+        key = normalize(title)
         if not key or key in seen:
             continue
         c = classify_with_labels(title, series_id=sid, book=book)
