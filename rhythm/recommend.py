@@ -112,8 +112,6 @@ def unlabelled_note(db: Database, day: date) -> str | None:
     from rhythm.derive import label_book
     from storage import labels as stored_labels
 
-    if "labels" not in db.tables():
-        return None
     titles = unlabelled_titles(stored_labels.upcoming_titles(db, day, day + timedelta(days=UNLABELLED_DAYS - 1)),
                                label_book(db))
     if not titles:
