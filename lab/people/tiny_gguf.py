@@ -19,9 +19,10 @@ from agent.prompting import format_output, render_chat, render_compact
 from simulator import spec
 from simulator.env import RhythmEnv
 from simulator.policies import RandomPolicy
+from training.dataset import train_tokenizer  # the pipeline's own byte-level BPE
 from training.gguf_writer import LlamaConfig, write_llama_gguf
+from training.tokens import EOS
 
-EOS = "<|endoftext|>"
 #: A minimal chat template (role lines), so chat completion works without llama-cpp-python's
 #: fallback format.
 CHAT_TEMPLATE = (
@@ -56,23 +57,6 @@ def episode_texts(seeds=range(4), context=None) -> list[str]:
         texts.append(render_compact(history, context, beliefs))
         texts.extend(m["content"] for m in render_chat(history[:10], context, beliefs[:9]))
     return texts
-
-
-def train_tokenizer(texts: list[str], vocab_size: int = 512):
-    """A byte-level BPE (GPT-2 pre-tokenizer, all 256 bytes in the vocabulary) and EOS."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=[EOS],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(texts, trainer=trainer)
-    return tok
 
 
 def random_llama_tensors(config: LlamaConfig, seed: int = 0) -> dict[str, np.ndarray]:
