@@ -169,11 +169,9 @@ def model_prompt(
         {"action": f["action"], "response": f["response"], "day": f["local_day"].weekday(), "slot": f["slot"]}
         for f in answers if monday <= f["local_day"] < monday + timedelta(days=7)
     ]
-    context: dict[str, Any] = {"events": fixed, "feedback": fb, "observe": "noisy"}
-    if fmt == FORMAT_V4:
-        if filters is None:
-            raise ValueError("a v4 prompt needs the filter's beliefs")
-        context["filters"] = filters
+    if filters is None:
+        raise ValueError("a v4 prompt needs the filter's beliefs")
+    context: dict[str, Any] = {"events": fixed, "feedback": fb, "observe": "noisy", "filters": filters}
     return render_compact(history, context, fmt=fmt)
 
 
