@@ -26,7 +26,7 @@ from storage.db import Database
 HISTORY_WEEKS = 2  # earlier weeks fed to the belief before this week's slots
 NIGHTS_DAYS = 28
 FACTS_DAYS = 35
-RECENT_DAYS = 14
+RECENT_DAYS = 28  # slot actions: when the person last did an action, their habits, what is new to them
 SLEEP_PIECE_GAP_S = 3600
 
 
@@ -54,6 +54,8 @@ class DayData:
     past_events: list[Any] = field(default_factory=list)  # agent.day.CalendarEvent of the weeks before
     # (action, meter) of fitted effects the insights contradict: neither used nor shown
     contradicted: frozenset[tuple[str, str]] = frozenset()
+    # (day, slot, action, kind) of the earlier days' latest plans (the last week)
+    recent_blocks: list[tuple[date, str, str, str]] = field(default_factory=list)
 
     @property
     def week(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -96,6 +98,7 @@ def load_day(db: Database, settings: Settings, day: date | None = None, now: dat
         wake_override=_clock(settings.wake_time, "wake_time"), bed_override=_clock(settings.bed_time, "bed_time"),
         past_events=calendar_events(db, day - timedelta(days=NIGHTS_DAYS), tz, end=day - timedelta(days=1)),
         contradicted=_contradicted(db, tz, dynamics, day),
+        recent_blocks=plans.recent_blocks(db, day - timedelta(days=7), day - timedelta(days=1)),
     )
 
 
@@ -167,6 +170,7 @@ def _facts(db: Database, day: date, meters: dict[str, float | None], when: str |
     hrv, kind = (rmssd, "HRV") if rmssd else (series["hrv_sdnn_ms"], "HRV (SDNN)")
     return PersonFacts(sleep_min=series["sleep_min"], hrv_ms=hrv, hrv_kind=kind,
                        resting_hr=series["resting_hr_bpm"], steps=series["steps"], meters=meters,
+                       recovery_pct=series["recovery_pct"],
                        meters_when=when)
 
 

@@ -26,10 +26,11 @@ def plan_day(data: DayData, belief: Any) -> tuple[Any, Any]:
     inputs = DayInputs(
         day=data.day, tz=data.tz, events=data.events, nights=data.nights, facts=data.facts,
         meters=data.meters_now, belief=belief, now=data.now if data.day == data.today else None,
-        answers=[Answer(a["local_day"], a["slot"], a["action"], a["response"]) for a in data.feedback],
+        answers=[Answer(a["local_day"], a["slot"], a["action"], a["response"], a.get("context"),
+                        float(a.get("confidence", 1.0))) for a in data.feedback],
         recent_actions=data.recent_actions, wake_override=data.wake_override, bed_override=data.bed_override,
         dynamics=data.dynamics, past_events=data.past_events, contradicted=data.contradicted,
-        preferred_times=preferred_times(data.feedback, data.tz),
+        preferred_times=preferred_times(data.feedback, data.tz), recent_blocks=data.recent_blocks,
     )
     planner = DayPlanner(inputs)
     return planner, planner.plan()

@@ -127,6 +127,7 @@ def store_plan(
             "rationale": b.rationale, "model": b.chosen_by if b.chosen_by != "planner" else PLANNER_NAME,
             "start_ts": b.start, "end_ts": b.end, "kind": b.kind, "evidence": json.dumps(b.evidence),
             "expected_effect": json.dumps(b.expected_effect), "meters_before": json.dumps(before),
+            "context": b.context,
         }
         for b in dp.blocks
     ]

@@ -246,19 +246,21 @@ def main_sleeps(db: Database, lo: date, hi: date) -> list[SleepRow]:
 
 def daily_series(db: Database, lo: date, hi: date) -> dict[str, dict[date, float]]:
     """Per-day values of local days [lo, hi]: main sleep minutes (the source with most), steps
-    (the largest source total), resting heart rate and HRV (RMSSD, SDNN) day means."""
+    (the largest source total), resting heart rate, HRV (RMSSD, SDNN) and recovery score day
+    means."""
     out: dict[str, dict[date, float]] = {k: {} for k in (
-        "sleep_min", "steps", "resting_hr_bpm", "hrv_rmssd_ms", "hrv_sdnn_ms")}
+        "sleep_min", "steps", "resting_hr_bpm", "hrv_rmssd_ms", "hrv_sdnn_ms", "recovery_pct")}
     for d, v in db.con.execute(
         "SELECT local_day, max(sleep_min) FROM daily_sleep WHERE local_day BETWEEN ? AND ? "
         "AND sleep_min IS NOT NULL GROUP BY 1", [lo, hi]
     ).fetchall():
         out["sleep_min"][d] = float(v)
     for d, *vals in db.con.execute(
-        "SELECT local_day, steps, resting_hr_bpm, hrv_rmssd_ms, hrv_sdnn_ms FROM daily_activity "
+        "SELECT local_day, steps, resting_hr_bpm, hrv_rmssd_ms, hrv_sdnn_ms, recovery_pct FROM daily_activity "
         "WHERE local_day BETWEEN ? AND ?", [lo, hi]
     ).fetchall():
-        for key, v in zip(("steps", "resting_hr_bpm", "hrv_rmssd_ms", "hrv_sdnn_ms"), vals, strict=True):
+        for key, v in zip(("steps", "resting_hr_bpm", "hrv_rmssd_ms", "hrv_sdnn_ms", "recovery_pct"), vals,
+                          strict=True):
             if v is not None:
                 out[key][d] = float(v)
     return out

@@ -69,29 +69,39 @@ def answers(db: Database, implicit: bool = True) -> list[dict[str, Any]]:
     (``answers_implicit``: source 'implicit' or 'calendar', with its confidence and evidence)
     for the recommendations the person did not answer: an explicit answer always wins."""
     cur = db.con.execute(
-        "SELECT r.id, r.action, f.response, r.local_day, r.slot, f.\"at\", r.meters_before FROM feedback f "
+        "SELECT r.id, r.action, f.response, r.local_day, r.slot, f.\"at\", r.meters_before, r.context FROM feedback f "
         "JOIN recommendations r ON r.id = f.recommendation_id ORDER BY f.\"at\", r.id"
     )
     out = [
         {"id": i, "action": a, "response": resp, "local_day": d, "slot": s, "at": at,
          "meters_before": json.loads(m) if isinstance(m, str) else m, "source": "explicit", "confidence": 1.0,
-         "evidence": [], "moved_to": None}
-        for i, a, resp, d, s, at, m in cur.fetchall()
+         "evidence": [], "moved_to": None, "context": ctx}
+        for i, a, resp, d, s, at, m, ctx in cur.fetchall()
     ]
     if implicit and "answers_implicit" in db.tables():
         cur = db.con.execute(
             "SELECT r.id, r.action, j.response, r.local_day, r.slot, j.\"at\", r.meters_before, j.source, "
-            "j.confidence, j.evidence, j.moved_start_ts FROM answers_implicit j JOIN recommendations r ON r.id = j.recommendation_id "
+            "j.confidence, j.evidence, j.moved_start_ts, r.context FROM answers_implicit j "
+            "JOIN recommendations r ON r.id = j.recommendation_id "
             "WHERE j.recommendation_id NOT IN (SELECT recommendation_id FROM feedback) ORDER BY r.start_ts, r.id"
         )
         out += [
             {"id": i, "action": a, "response": resp, "local_day": d, "slot": s, "at": at,
              "meters_before": json.loads(m) if isinstance(m, str) else m, "source": src, "confidence": float(c),
-             "evidence": json_value(ev, []), "moved_to": mv}
-            for i, a, resp, d, s, at, m, src, c, ev, mv in cur.fetchall()
+             "evidence": json_value(ev, []), "moved_to": mv, "context": ctx}
+            for i, a, resp, d, s, at, m, src, c, ev, mv, ctx in cur.fetchall()
         ]
         out.sort(key=lambda r: (r["at"], r["id"]))
     return out
+
+
+def recent_blocks(db: Database, lo: date, hi: date) -> list[tuple[date, str, str, str]]:
+    """(local_day, slot, action, kind) of the blocks of each day's latest plan in [lo, hi]:
+    what Rhythm offered lately (the week's diminishing returns, agent.day.objective)."""
+    return [(d, s, a, k or "block") for d, s, a, k in db.con.execute(
+        "SELECT local_day, slot, action, kind FROM recommendations r WHERE local_day BETWEEN ? AND ? AND "
+        "created_at = (SELECT max(created_at) FROM recommendations q WHERE q.local_day = r.local_day) "
+        "ORDER BY local_day, start_ts NULLS LAST, id", [lo, hi]).fetchall()]
 
 
 def latest_plan(db: Database, day: date) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ until 07:45"); in the afternoon, a nap of at most 45 minutes; in the evening, an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, tzinfo
 
@@ -51,6 +51,8 @@ LATENCY_MIN = 15  # falling asleep
 GET_READY_MIN = 60  # from waking up to the first commitment
 EARLIEST_BED = time(20, 30)
 EARLY_NIGHT_MIN = 60
+NAP_AFTER_WAKE_MIN = 180  # no nap in the first three hours after waking (from the night or a day sleep)
+STEP_MIN = 15  # how far a block moves at a time off a time the person keeps ignoring
 
 
 @dataclass(frozen=True)
@@ -97,16 +99,27 @@ def fits(frame: DayFrame, slot: int, action: str) -> bool:
 
 
 def place(
-    frame: DayFrame, slot: int, action: str, night: tuple[datetime, datetime] | None = None
+    frame: DayFrame, slot: int, action: str, night: tuple[datetime, datetime] | None = None,
+    lengths: Mapping[str, int] | None = None, ok: Callable[[datetime, datetime], bool] | None = None,
 ) -> Placement | None:
     """Where ``action`` goes in ``slot`` of the day, or None when its free time cannot hold it.
-    ``night``: (bedtime, wake-up) for SLEEP in the night slot (see ``bedtime``)."""
+    ``night``: (bedtime, wake-up) for SLEEP in the night slot (see ``bedtime``). ``lengths``:
+    action -> the person's usual minutes of it (``objective.usual_minutes``), the length
+    aimed at instead of the table's usual. ``ok(start, end)``: whether a block may sit there
+    (a time the person keeps ignoring may not); the earliest start a window allows that ``ok``
+    accepts, in ``STEP_MIN`` steps."""
     if action == "SLEEP":
         return _place_sleep(frame, slot, night)
     least, usual, most = DURATIONS[action]
+    if lengths and action in lengths:
+        usual = lengths[action]
+        most = max(most, usual)
     best: Placement | None = None
+    best_room = -1.0
     for w in frame.free_in(slot):
         s, e = _usable(frame, w, action)
+        while ok is not None and s + timedelta(minutes=least) <= e and not ok(s, s + timedelta(minutes=least)):
+            s += timedelta(minutes=STEP_MIN)
         room = (e - s).total_seconds() / 60.0
         if room < least:
             continue
@@ -114,8 +127,8 @@ def place(
         dur = max(least, min(dur, most))
         cand = Placement(s, s + timedelta(minutes=dur), "block", w)
         # the roomiest window wins; among equals, the earliest
-        if best is None or room > (best.window.end - best.start).total_seconds() / 60.0 + 1e-9:
-            best = cand
+        if best is None or room > best_room + 1e-9:
+            best, best_room = cand, room
     return best
 
 
@@ -141,16 +154,21 @@ def _place_sleep(
             return Placement(w.start, w.start + timedelta(minutes=dur), "sleep_in", w)
         return None
     if slot == 2:  # the evening: an early night, if the end of the evening is free
-        if frame.tonight is not None:
-            return None  # a night shift tonight: no early night (its sleep comes after it)
+        if frame.tonight is not None or frame.after is not None:
+            # a night shift tonight: no early night (its sleep comes after it); the day after
+            # the last of a run: tonight's bedtime is already the early one
+            return None
         last = windows[-1]
         if abs((last.end - frame.bed).total_seconds()) < 60 and last.minutes >= EARLY_NIGHT_MIN:
             start = _round_up(frame.bed - timedelta(minutes=EARLY_NIGHT_MIN))
             return Placement(start, frame.bed, "early_night", last)
         return None
     least, usual, most = DURATIONS["SLEEP"]
-    for w in windows:  # a nap: the first window that holds one
+    # a nap: the first window that holds one, and not in the first hours after waking
+    woke = max([frame.wake, *(sp.end for sp in frame.sleeps)])
+    for w in windows:
         s, e = _usable(frame, w)
+        s = max(s, _round_up(woke + timedelta(minutes=NAP_AFTER_WAKE_MIN)))
         room = (e - s).total_seconds() / 60.0
         if room >= least:
             dur = max(least, min(usual, int(room // 5 * 5), most))

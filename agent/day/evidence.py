@@ -51,6 +51,7 @@ class PersonFacts:
     hrv_kind: str = "HRV"
     resting_hr: Mapping[date, float] = field(default_factory=dict)
     steps: Mapping[date, float] = field(default_factory=dict)
+    recovery_pct: Mapping[date, float] = field(default_factory=dict)  # the wearable's recovery score (WHOOP)
     meters: Mapping[str, float | None] = field(default_factory=dict)  # 0.5 = usual for this slot
     meters_when: str | None = None  # e.g. "this morning"
 

@@ -14,6 +14,7 @@ a slot (``penalty``). Search: best single substitution, as the simulator's plann
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +45,7 @@ def _score(
     penalty: np.ndarray | None,
     terminal: np.ndarray | None = None,
     info: tuple[np.ndarray, float] | None = None,
+    variety: Any = None,
 ) -> np.ndarray:
     sim = model.simulate(plans, meters, slot0)
     r = sim["rewards"].sum(axis=-1)  # (B, K)
@@ -58,6 +60,8 @@ def _score(
         slots = (slot0 + np.arange(plans.shape[1])) & 3
         prec = precision + INFO[slots[None, :], plans].sum(axis=1)
         s = s + weight * expected_belief_accuracy(prec)
+    if variety is not None:  # diminishing returns for repeats (agent.day.objective.Variety)
+        s = s - variety.cost(plans)
     return s
 
 
@@ -72,10 +76,12 @@ def plan_horizon(
     rounds: int = ROUNDS,
     terminal: np.ndarray | None = None,
     info: tuple[np.ndarray, float] | None = None,
+    variety: Any = None,
 ) -> tuple[np.ndarray, float]:
     """The best plan found for the next ``length`` slots from ``slot0`` (0 morning .. 3
     night) and its score. ``forced``: position -> action; ``allowed``: position -> actions
-    (others never chosen); ``penalty``: (length, 10) subtracted from the score."""
+    (others never chosen); ``penalty``: (length, 10) subtracted from the score; ``variety``:
+    the cost of repeats (``agent.day.objective.Variety``)."""
     forced = dict(forced or {})
     allowed = {p: set(a) for p, a in (allowed or {}).items()}
     meters = np.asarray(meters, dtype=np.float64)
@@ -91,7 +97,7 @@ def plan_horizon(
     for p in range(length):  # start from the heuristic, inside the constraints
         h = heuristic_action(m, (slot0 + p) & 3)
         plan[p] = h if h in options[p] else options[p][0]
-    best = float(_score(model, plan[None, :], meters, slot0, penalty, terminal, info)[0])
+    best = float(_score(model, plan[None, :], meters, slot0, penalty, terminal, info, variety)[0])
     for _ in range(rounds):
         cands = [plan]
         for p in range(length):
@@ -103,7 +109,7 @@ def plan_horizon(
         if len(cands) == 1:
             break
         arr = np.stack(cands)
-        s = _score(model, arr, meters, slot0, penalty, terminal, info)
+        s = _score(model, arr, meters, slot0, penalty, terminal, info, variety)
         i = int(np.argmax(s))
         if s[i] <= best + 1e-12:
             break
@@ -120,6 +126,7 @@ def position_values(
     actions: list[int],
     penalty: np.ndarray | None = None,
     info: tuple[np.ndarray, float] | None = None,
+    variety: Any = None,
 ) -> dict[int, float]:
     """The plan's score with each of ``actions`` at ``pos`` (the rest unchanged)."""
     cands = []
@@ -127,7 +134,8 @@ def position_values(
         c = np.array(plan, dtype=np.int64)
         c[pos] = a
         cands.append(c)
-    s = _score(model, np.stack(cands), np.asarray(meters, dtype=np.float64), slot0, penalty, info=info)
+    s = _score(model, np.stack(cands), np.asarray(meters, dtype=np.float64), slot0, penalty, info=info,
+               variety=variety)
     return {a: float(v) for a, v in zip(actions, s, strict=True)}
 
 

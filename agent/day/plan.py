@@ -23,7 +23,6 @@ it or the belief's model rates it clearly worse.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta, tzinfo
@@ -32,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from agent.belief import BeliefState
-from agent.day.blocks import Placement, bedtime, place, prefer_time
+from agent.day.blocks import DURATIONS, Placement, bedtime, place, prefer_time
 from agent.day.calendar import (
     CalendarEvent,
     DayFrame,
@@ -58,6 +57,20 @@ from agent.day.evidence import (
     sleep_fact,
 )
 from agent.day.horizon import INFO_WEIGHT, expected_effect, plan_horizon, position_values
+from agent.day.objective import (
+    HABIT_WEIGHT,
+    NOVEL_COST,
+    AnswerBook,
+    Variety,
+    context_of,
+    day_kind,
+    done_actions,
+    habit_shares,
+    position,
+    recovery,
+    usual_minutes,
+    week_counts,
+)
 from agent.world import PlanModel
 from common.records import ACTIONS, METERS, SLOTS
 from simulator import spec
@@ -68,9 +81,15 @@ WORK = ("DEEP_WORK", "ADMIN_WORK", "LEARN")
 # Between work commitments (a morning or afternoon that holds work), a block is what a
 # working day can hold: more work, a walk or workout, a few quiet minutes.
 AT_WORK = ("DEEP_WORK", "ADMIN_WORK", "LEARN", "EXERCISE", "MEDITATE")
-IGNORE_WEIGHT = 4.0  # score cost of an action at p(accept) 0 vs 0.5 in that kind of slot
 CLEARLY_WORSE = 0.25  # a model's pick is refused below this share of the best-to-worst range
 MIN_EFFECT = 0.01
+SHORT_MIN = 20  # a block this short ...
+LONE_WINDOW_MIN = 120  # ... alone in a free window this long is not a plan (a 15-minute meditation in a free morning)
+POSITIONS = ("first_hours", "before_commitment", "late", "open")
+POSITION_WORDS = {"first_hours": "in the first hours after you wake", "before_commitment": "just before a commitment",
+                  "late": "late in the evening", "open": "in open time"}
+KIND_WORDS = {"after_night_shift": "on days after a night shift", "night_shift": "on days with a night shift",
+              "work_day": "on work days", "free_day": "on free days", "?": "on earlier days"}
 PHRASES = {
     "DEEP_WORK": "Deep work",
     "ADMIN_WORK": "Admin and email",
@@ -90,6 +109,8 @@ class Answer:
     slot: str
     action: str
     response: str  # accept | ignore
+    context: str | None = None  # "<kind of day>/<position>" of the block (objective.context_of)
+    confidence: float = 1.0  # an implicit answer: how sure the data is
 
 
 @dataclass
@@ -120,6 +141,9 @@ class DayInputs:
     # action -> the clock time the person moved Rhythm's block of it to in their calendar
     # (the latest; issue 38): the block is placed as near it as the free time allows
     preferred_times: Any = None
+    # (day, slot, action, kind) of the blocks of each earlier day's latest plan (the last week):
+    # the week's diminishing returns
+    recent_blocks: Sequence[tuple[date, str, str, str]] = ()
 
 
 @dataclass
@@ -133,6 +157,9 @@ class Block:
     evidence: list[str]
     expected_effect: dict[str, float]
     chosen_by: str = "planner"
+    context: str | None = None  # "<kind of day>/<position>" (objective.context_of)
+    # (placement, facts, effect, bed reason, novel): what the rationale is built from
+    _parts: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -150,6 +177,27 @@ class DayPlan:
     _ctx: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
+def _ok(frame: DayFrame, avoid: set[str]) -> Any:
+    """A placement predicate: not at a position of the day the person keeps ignoring."""
+    if not avoid:
+        return None
+    return lambda start, end: position(frame, start, end) not in avoid
+
+
+def _short_alone(p: Placement) -> bool:
+    """A short block alone in a long free window: no plan for a free morning."""
+    return p.minutes <= SHORT_MIN and p.window.minutes >= LONE_WINDOW_MIN
+
+
+def _exercise_helps(dynamics: Any, contradicted: frozenset[tuple[str, str]]) -> bool:
+    """Whether this person's own fitted dynamics say exercise raises their vitality (then a
+    poor-recovery day does not rule a workout out)."""
+    if dynamics is None or not getattr(dynamics, "fitted", False):
+        return False
+    return any(ACTIONS[d["action"]] == "EXERCISE" and METERS[d["meter"]] == "vitality" and d["fitted"] > 0
+               and ("EXERCISE", "vitality") not in contradicted for d in dynamics.departures())
+
+
 def _first_slot(day: date, now: datetime | None, tz: tzinfo) -> int:
     if now is None:
         return 0
@@ -157,20 +205,6 @@ def _first_slot(day: date, now: datetime | None, tz: tzinfo) -> int:
     if d < day:
         return 0
     return s if d == day else len(SLOTS)
-
-
-def acceptance_penalty(answers: Sequence[Answer]) -> dict[tuple[str, str], tuple[float, int, int]]:
-    """(slot, action) -> (penalty, accepted, ignored): p(accept) from the answers in that kind
-    of slot with a uniform Beta(1, 1) prior; no answers -> 0, repeated ignores -> a cost,
-    repeated accepts -> a small bonus."""
-    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for a in answers:
-        counts[(a.slot, a.action)][0 if a.response == "accept" else 1] += 1
-    out = {}
-    for key, (acc, ign) in counts.items():
-        p = (acc + 1) / (acc + ign + 2)
-        out[key] = (IGNORE_WEIGHT * (0.5 - p), acc, ign)
-    return out
 
 
 class DayPlanner:
@@ -196,9 +230,17 @@ class DayPlanner:
 
         # positions: today's remaining slots, then tomorrow's four
         slots = [(x.day, s) for s in range(first, len(SLOTS))] + [(x.day + timedelta(days=1), s) for s in range(4)]
+        kind_today, kind_tomorrow = day_kind(today), day_kind(tomorrow)
+        book = AnswerBook(x.answers)
+        lengths = usual_minutes(calendar, x.day, DURATIONS)
+        rec = recovery(today, x.day, x.facts.recovery_pct, x.facts.hrv_ms, x.facts.hrv_kind, x.facts.sleep_min)
+        gate = rec.poor and not _exercise_helps(x.dynamics, x.contradicted)
+        if gate and rec.fact is not None:
+            notes.append(f"{rec.fact.text}: no workout planned today")
         forced: dict[int, int] = {}
         allowed: dict[int, set[int]] = {}
         open_slots: list[int] = []  # positions of today that get a recommendation
+        habit = habit_shares(x.recent_actions, x.day)
         for p, (d, s) in enumerate(slots):
             frame = today if d == x.day else tomorrow
             if s in frame.fixed:
@@ -214,9 +256,27 @@ class DayPlanner:
             candidates = ACTIONS
             if s in (0, 1) and any(c.action in WORK for c in frame.commitments_in(s)):
                 candidates = AT_WORK
-            holds = {ACTIONS.index(name) for name in candidates if place(frame, s, name) is not None}
+            if gate:
+                candidates = tuple(c for c in candidates if c != "EXERCISE")
+            avoid = {pos for pos in POSITIONS if book.avoided(kind_today, SLOTS[s], pos)}
+            holds, short = set(), set()
+            for name in candidates:
+                pl = place(frame, s, name, lengths=lengths, ok=_ok(frame, avoid))
+                if pl is None:
+                    continue
+                (short if _short_alone(pl) else holds).add(ACTIONS.index(name))
             if holds:
                 allowed[p] = holds
+                open_slots.append(p)
+            elif avoid and any(place(frame, s, name, lengths=lengths) is not None for name in candidates):
+                # free time, but only where the person keeps ignoring what is offered
+                mine = max(habit.get(SLOTS[s], {}).items(), key=lambda kv: kv[1], default=("ME_TIME", 0.0))[0]
+                forced[p] = ACTIONS.index(mine)
+                _p, acc, ign = book.time_p(kind_today, SLOTS[s], sorted(avoid)[0])
+                notes.append(f"{SLOTS[s]}: you ignored {ign:.0f} of {acc + ign:.0f} suggestions "
+                             f"{POSITION_WORDS[sorted(avoid)[0]]} {KIND_WORDS[kind_today]}: none offered then")
+            elif short:  # only a short block fits: it is not alone in a long free window
+                allowed[p] = short
                 open_slots.append(p)
             else:
                 # no free half hour in the slot: the person does what they have to
@@ -237,12 +297,20 @@ class DayPlanner:
                 how = " (titles not recognised: planned as a work-like commitment)" if s in today.fixed_unclassified else ""
                 notes.append(f"{SLOTS[s]}: your calendar decides ({titles}): no suggestion, planned as {action}{how}")
 
-        pen_by_key = acceptance_penalty(x.answers)
+        # the terms a person would sign (agent.day.objective): answers by the kind of day, the
+        # habit prior, no favour for what the person has never done, diminishing returns
+        done = done_actions(x.recent_actions, calendar, x.day)
         penalty = np.zeros((len(slots), len(ACTIONS)))
-        for p, (_, s) in enumerate(slots):
+        for p, (d, s) in enumerate(slots):
+            if p in forced:
+                continue
+            kind = kind_today if d == x.day else kind_tomorrow
             for a, name in enumerate(ACTIONS):
-                if (SLOTS[s], name) in pen_by_key:
-                    penalty[p, a] = pen_by_key[(SLOTS[s], name)][0]
+                penalty[p, a] = (book.penalty(kind, SLOTS[s], name)
+                                 - HABIT_WEIGHT * habit.get(SLOTS[s], {}).get(name, 0.0)
+                                 + (NOVEL_COST if name not in done and name != "SLEEP" else 0.0))
+        day_of = np.array([-1 if p in forced else (d - x.day).days for p, (d, _s) in enumerate(slots)])
+        variety = Variety(day_of, np.zeros((2, len(ACTIONS))), week_counts(x.recent_blocks, x.day))
 
         bs = x.belief
         params = bs.sample_params(x.n_samples, rng=np.random.default_rng(x.seed))
@@ -266,7 +334,8 @@ class DayPlanner:
         meters = np.clip(np.asarray(x.meters, dtype=np.float64), 0.0, 1.0)
         slot0 = slots[0][1] if slots else 0
         info = (bs.prior_prec + bs.data_precision(), INFO_WEIGHT)
-        plan, score = plan_horizon(model, meters, slot0, len(slots), forced, allowed, penalty, info=info)
+        plan, score = plan_horizon(model, meters, slot0, len(slots), forced, allowed, penalty, info=info,
+                                   variety=variety)
 
         available = person_facts(x.facts, x.day)
         # "last night" is the last main sleep before now, by the person's own sleep records
@@ -294,7 +363,9 @@ class DayPlanner:
         )
         dp._ctx = {"model": model, "plan": plan, "meters": meters, "slot0": slot0, "slots": slots,
                    "allowed": allowed, "penalty": penalty, "available": available, "night": night,
-                   "bed_reason": bed_reason, "answers": pen_by_key, "info": info, "departures": departures}
+                   "bed_reason": bed_reason, "book": book, "kind": kind_today, "info": info, "departures": departures,
+                   "variety": variety, "lengths": lengths, "avoid": {s: {pos for pos in POSITIONS
+                   if book.avoided(kind_today, SLOTS[s], pos)} for s in range(len(SLOTS))}, "done": done}
         for p in open_slots:
             block = self._block(dp, p, ACTIONS[int(plan[p])], "planner")
             if block is not None:
@@ -303,7 +374,7 @@ class DayPlanner:
             block = self._sleep_block(dp, span)
             if block is not None:
                 dp.blocks.append(block)
-        dp.blocks = _one_at_a_time(dp.blocks, today.commitments)
+        dp.blocks = distinct_reasons(_one_at_a_time(dp.blocks, today.commitments))
         return dp
 
     def _sleep_block(self, dp: DayPlan, span: SleepSpan) -> Block | None:
@@ -332,7 +403,8 @@ class DayPlanner:
     def _block(self, dp: DayPlan, pos: int, action: str, chosen_by: str) -> Block | None:
         ctx = dp._ctx
         _, s = ctx["slots"][pos]
-        placement = place(dp.frame, s, action, night=ctx["night"] if s == 3 else None)
+        placement = place(dp.frame, s, action, night=ctx["night"] if s == 3 else None, lengths=ctx["lengths"],
+                          ok=_ok(dp.frame, ctx["avoid"].get(s, set())))
         if placement is None:
             return None
         plan = np.array(ctx["plan"], dtype=np.int64)
@@ -347,12 +419,16 @@ class DayPlanner:
         if pref is not None and placement.kind == "block":
             placement, moved_to = prefer_time(dp.frame, s, placement, action, pref), pref
         facts = self._facts(dp, s, action, placement)
-        evidence = [f.text for f in facts]
         if moved_to is not None and placement.start.astimezone(dp.frame.tz).time() == moved_to:
-            evidence.append(f"you moved Rhythm's {action.lower().replace('_', ' ')} block to {moved_to:%H:%M} in your "
-                            "calendar")
-        return Block(SLOTS[s], action, placement.start, placement.end, placement.kind,
-                     _rationale(action, placement, facts, effect, ctx["bed_reason"]), evidence, effect, chosen_by)
+            facts.append(Fact("moved", f"you moved Rhythm's {action.lower().replace('_', ' ')} block to "
+                              f"{moved_to:%H:%M} in your calendar", 0.0))
+        novel = action != "SLEEP" and action not in ctx["done"]
+        block = Block(SLOTS[s], action, placement.start, placement.end, placement.kind,
+                      _rationale(action, placement, facts, effect, ctx["bed_reason"], novel),
+                      [f.text for f in facts], effect, chosen_by,
+                      context=context_of(dp.frame, placement.start, placement.end))
+        block._parts = (placement, facts, effect, ctx["bed_reason"], novel)
+        return block
 
     def _facts(self, dp: DayPlan, slot: int, action: str, placement: Placement) -> list[Fact]:
         ctx = dp._ctx
@@ -360,42 +436,75 @@ class DayPlanner:
         window = placement.window if placement.kind in ("block", "nap", "early_night") else None
         available.update(calendar_facts(dp.frame, slot, window))
         cutoff = self.x.now if self.x.now is not None else slot_window(dp.day, 0, dp.tz)[0]
-        since = since_fact(action, self.x.recent_actions, dp.day, events=[*self.x.past_events, *self.x.events],
-                           before=cutoff)
+        novel = action != "SLEEP" and action not in ctx["done"]
+        since = since_fact(action, self.x.recent_actions, dp.day, days=28 if novel else 14,
+                           events=[*self.x.past_events, *self.x.events], before=cutoff)
         if since is not None:
             available["since"] = since
         facts = dynamics_facts(action, ctx["departures"]) + facts_for(action, available)
-        same = ctx["answers"].get((SLOTS[slot], action))
-        if same is not None:
-            _pen, acc, ign = same
+        book, kind, name = ctx["book"], ctx["kind"], SLOTS[slot]
+        where = f" {KIND_WORDS[kind]}" if (kind, name, action) in book.acts else ""
+        acc, ign = book.alike(kind, name, action)
+        if acc + ign > 0:
             verb, k = ("ignored", ign) if ign > acc else ("accepted", acc)
-            facts.append(Fact("answers", f"you {verb} {k} of {acc + ign} {SLOTS[slot]} {action} suggestions", 0.0))
-        others = sorted((name, ign) for (slot_name, name), (_p, acc, ign) in ctx["answers"].items()
-                        if slot_name == SLOTS[slot] and name != action and ign > acc)
+            facts.append(Fact("answers", f"you {verb} {k:.0f} of {acc + ign:.0f} {name} {action} suggestions{where}",
+                              0.0))
+        others = []
+        for a in ACTIONS:
+            ac, ig = book.alike(kind, name, a)
+            if a != action and ig > ac:
+                others.append((a, ig))
         if others:
             n = sum(i for _, i in others)
-            names = ", ".join(name for name, _ in others[:4])
-            facts.append(Fact("answers", f"you ignored {n} {SLOTS[slot]} suggestion{'s' if n > 1 else ''} "
-                              f"({names}), so: {action}", 0.0))
+            names = ", ".join(a for a, _ in others[:4])
+            facts.append(Fact("answers", f"you ignored {n:.0f} {name} suggestion{'s' if n > 1 else ''} ({names}), "
+                              f"so: {action}", 0.0))
         return facts
 
 
+def distinct_reasons(blocks: list[Block]) -> list[Block]:
+    """No reason twice in a day: in time order, a block leads with facts no earlier block of
+    the day led with (when it has others: its evidence keeps all of them), and its rationale
+    is rebuilt from them."""
+    shown: set[str] = set()
+    out = []
+    for b in sorted(blocks, key=lambda b: b.start):
+        parts = getattr(b, "_parts", None)
+        if parts is None:
+            out.append(b)
+            continue
+        placement, facts, effect, bed_reason, novel = parts
+        fresh = [f for f in facts if f.text not in shown]
+        used = [f for f in facts if f.text in shown]
+        order = fresh + used
+        if order != facts:
+            b = replace(b, rationale=_rationale(b.action, placement, order, effect, bed_reason, novel),
+                        evidence=[f.text for f in order])
+            b._parts = (placement, order, effect, bed_reason, novel)
+        shown.update(f.text for f in order[:2])
+        out.append(b)
+    return out
+
+
 def _one_at_a_time(blocks: list[Block], held: Sequence[Any]) -> list[Block]:
-    """Never two blocks at once: an early night ends when the night's bedtime starts (one
-    bedtime a night; dropped if that puts it over a commitment); any other block that
-    overlaps one kept before it (sleep first) goes."""
+    """Never two blocks at once, one bedtime a night: an early night becomes the night's
+    bedtime, an hour before the usual one (its wind-down from then; dropped when that is over a
+    commitment); any other block that overlaps one kept before it (sleep first) goes."""
+    early = next((b for b in blocks if b.kind == "early_night"), None)
+    bed = next((b for b in blocks if b.kind == "bedtime"), None)
+    blocks = [b for b in blocks if b.kind != "early_night"]
+    if early is not None and bed is not None and early.start < bed.start:
+        merged = replace(bed, start=early.start, kind="early_night", rationale=early.rationale,
+                         evidence=early.evidence, expected_effect=early.expected_effect, _parts=None)
+        if early._parts is not None:
+            placement, facts, effect, _reason, novel = early._parts
+            parts = (replace(placement, start=early.start, end=bed.end), facts, effect, f"{bed.start:%H:%M}", novel)
+            merged = replace(merged, rationale=_rationale("SLEEP", *parts), _parts=parts)
+        if not any(merged.start < c.end and c.start < merged.end for c in held):
+            blocks = [merged if b is bed else b for b in blocks]
     out: list[Block] = []
-    order = sorted(blocks, key=lambda b: (b.action != "SLEEP", b.kind == "early_night", b.start))
+    order = sorted(blocks, key=lambda b: (b.action != "SLEEP", b.start))
     for b in order:
-        if b.kind == "early_night":
-            bed = next((o for o in out if o.kind == "bedtime"), None)
-            if bed is not None and b.end > bed.start:
-                start = bed.start - (b.end - b.start)
-                b = replace(b, start=start, end=bed.start,
-                            rationale=b.rationale.replace(f"in bed by {b.end:%H:%M}", f"in bed by {bed.start:%H:%M}")
-                            .replace(f"wind down from {b.start:%H:%M}", f"wind down from {start:%H:%M}"))
-                if any(b.start < c.end and c.start < b.end for c in held):
-                    continue
         if any(b.start < o.end and o.start < b.end for o in out):
             continue
         out.append(b)
@@ -403,17 +512,20 @@ def _one_at_a_time(blocks: list[Block], held: Sequence[Any]) -> list[Block]:
     return out
 
 
-def _rationale(action: str, p: Placement, facts: list[Fact], effect: dict[str, float], bed_reason: str) -> str:
+def _rationale(action: str, p: Placement, facts: list[Fact], effect: dict[str, float], bed_reason: str,
+               novel: bool = False) -> str:
     when = f"{p.start:%H:%M}-{p.end:%H:%M}"
     if action == "SLEEP":
         head = {
             "bedtime": f"In bed by {p.start:%H:%M} ({bed_reason})",
             "sleep_in": f"Sleep in until {p.end:%H:%M}",
             "nap": f"A short nap {when}",
-            "early_night": f"An early night: wind down from {p.start:%H:%M}, in bed by {p.end:%H:%M}",
+            # an early night is tonight's bedtime an hour early (``_one_at_a_time``); bed_reason
+            # is then the bedtime it replaces
+            "early_night": f"An early night: in bed by {p.start:%H:%M}, not {bed_reason}",
         }[p.kind]
     else:
-        head = f"{PHRASES[action]} {when}"
+        head = f"{PHRASES[action]} {when}" + (" (a try: new for you lately)" if novel else "")
     why = "; ".join(f.text for f in facts[:2]) if facts else ""
     exp = ", ".join(f"{m} {v:+.2f}" for m, v in sorted(effect.items(), key=lambda kv: -abs(kv[1]))[:3])
     return f"{head}: {why}. Expected: {exp}." if why else f"{head}. Expected: {exp}."
@@ -438,7 +550,7 @@ def with_model_pick(planner: DayPlanner, dp: DayPlan, slot: str, action: str, mo
         dp.blocks[dp.blocks.index(current)] = replace(current, chosen_by=model_name)
         return True, f"{model_name} agrees: {action} in the {slot}"
     values = position_values(ctx["model"], ctx["plan"], ctx["meters"], ctx["slot0"], pos, allowed, ctx["penalty"],
-                             ctx["info"])
+                             ctx["info"], ctx["variety"])
     best, worst = max(values.values()), min(values.values())
     drop = values[ACTIONS.index(current.action)] - values[a]
     if drop > 0.02 and drop > CLEARLY_WORSE * (best - worst):
@@ -449,4 +561,5 @@ def with_model_pick(planner: DayPlanner, dp: DayPlan, slot: str, action: str, mo
     if block is None:
         return False, f"{model_name} chose {action} for the {slot}, which does not fit; {current.action} stands"
     dp.blocks[dp.blocks.index(current)] = block
+    dp.blocks = distinct_reasons(dp.blocks)
     return True, f"{action} in the {slot} chosen by {model_name}"

@@ -76,14 +76,18 @@ def test_a_moved_time_is_where_the_next_block_of_that_action_goes():
 
 def test_the_planner_places_a_moved_action_at_the_persons_time_and_says_so():
     from agent.day import DayPlanner
-    from tests.agent.test_day import inputs
+    from tests.agent.test_day import WED, busy_events, inputs
 
-    first = DayPlanner(inputs()).plan()
-    blocks = [b for b in first.blocks if b.kind == "block"]
+    # a free morning and evening (only the afternoon's offsite), so a block has time to spare
+    events = [e for e in busy_events() if not (e.start.date() == WED and not 12 <= e.start.hour < 18)]
+    first = DayPlanner(inputs(events=events)).plan()
+    # a block with 20 minutes to spare in its free window, wind-down before bed aside (so it can move there)
+    blocks = [b for b in first.blocks if b.kind == "block"
+              and any(w.start <= b.start and b.end + timedelta(minutes=50) <= w.end for w in first.frame.free)]
     assert blocks
     b = blocks[0]
     wanted = (b.start + timedelta(minutes=20)).astimezone(b.start.tzinfo).time()
-    again = DayPlanner(inputs(preferred_times={b.action: wanted})).plan()
+    again = DayPlanner(inputs(events=events, preferred_times={b.action: wanted})).plan()
     same = next(x for x in again.blocks if x.slot == b.slot)
     assert (same.action, same.start.time(), same.end - same.start) == (b.action, wanted, b.end - b.start)
     assert any("you moved Rhythm's" in e and f"{wanted:%H:%M}" in e for e in same.evidence)

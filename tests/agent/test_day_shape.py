@@ -117,18 +117,19 @@ def test_a_thirteen_hour_shift_across_dst_is_thirteen_hours():
         assert all(t.startswith("a 13 h 00 shift") for t in shift)
 
 
-def test_one_bedtime_a_night_an_early_night_ends_at_it():
+def test_one_bedtime_a_night_an_early_night_is_the_bedtime_brought_forward():
     tz = NY
     bed = Block("night", "SLEEP", at(DAY, 22, 50), at(DAY + timedelta(days=1), 6, 30), "bedtime", "In bed by 22:50", [], {})
-    early = Block("evening", "SLEEP", at(DAY, 21, 55), at(DAY, 22, 55), "early_night",
-                  "An early night: wind down from 21:55, in bed by 22:55", [], {})
+    early = Block("evening", "SLEEP", at(DAY, 21, 50), at(DAY, 22, 50), "early_night",
+                  "An early night: in bed by 21:50, not your usual bedtime 22:50", [], {})
     out = _one_at_a_time([early, bed], [])
-    assert len(out) == 2
-    e = next(b for b in out if b.kind == "early_night")
-    assert e.end == bed.start and "in bed by 22:50" in e.rationale and e.start.tzinfo is tz
-    # over a commitment once moved: dropped, never over it
+    assert len(out) == 1  # one sleep block for the night, never a wind-down block beside a bedtime
+    (e,) = out
+    assert (e.kind, e.slot, e.start, e.end) == ("early_night", "night", early.start, bed.end)
+    assert "in bed by 21:50" in e.rationale and e.start.tzinfo is tz
+    # over a commitment once brought forward: the usual bedtime stays, never over it
     held = [Commitment(at(DAY, 21, 30), at(DAY, 22, 0), "Call", "ADMIN_WORK", "calendar")]
-    assert [b.kind for b in _one_at_a_time([early, bed], held)] == ["bedtime"]
+    assert [(b.kind, b.start) for b in _one_at_a_time([early, bed], held)] == [("bedtime", bed.start)]
 
 
 def test_day_sleeps_are_no_bedtime_and_the_pattern_is_the_persons_own():
