@@ -109,7 +109,7 @@ def place(
     (a time the person keeps ignoring may not); the earliest start a window allows that ``ok``
     accepts, in ``STEP_MIN`` steps."""
     if action == "SLEEP":
-        return _place_sleep(frame, slot, night)
+        return _place_sleep(frame, slot, night, ok)
     least, usual, most = DURATIONS[action]
     if lengths and action in lengths:
         usual = lengths[action]
@@ -133,7 +133,8 @@ def place(
 
 
 def _place_sleep(
-    frame: DayFrame, slot: int, night: tuple[datetime, datetime] | None
+    frame: DayFrame, slot: int, night: tuple[datetime, datetime] | None,
+    ok: Callable[[datetime, datetime], bool] | None = None,
 ) -> Placement | None:
     if slot == 3:  # the night: a bedtime, until the wake-up
         if night is None:
@@ -169,6 +170,8 @@ def _place_sleep(
     for w in windows:
         s, e = _usable(frame, w)
         s = max(s, _round_up(woke + timedelta(minutes=NAP_AFTER_WAKE_MIN)))
+        while ok is not None and s + timedelta(minutes=least) <= e and not ok(s, s + timedelta(minutes=least)):
+            s += timedelta(minutes=STEP_MIN)
         room = (e - s).total_seconds() / 60.0
         if room >= least:
             dur = max(least, min(usual, int(room // 5 * 5), most))

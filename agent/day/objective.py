@@ -42,7 +42,7 @@ from agent.day.evidence import Fact, baseline
 from common.records import ACTIONS, SLOTS
 
 REPEAT_DAY = 1.6  # score cost of each repeat of an action within a day
-REPEAT_WEEK = 0.35  # ... of each block of it in the plans of the last six days
+REPEAT_WEEK = 0.5  # ... of each block of it in the plans of the last six days
 WEEK_DAYS = 6
 NOVEL_COST = 0.8  # an action not done in four weeks: its table prior is not evidence
 HABIT_WEIGHT = 1.2  # bonus per unit of habit share (the slot's most frequent action: ~0.5)
@@ -103,6 +103,8 @@ class AnswerBook:
     acts: dict[tuple[str, str, str], list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))
     times: dict[tuple[str, str, str], list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))
 
+    ignored_at: dict[tuple[str, str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
+
     def __post_init__(self) -> None:
         for a in self.answers:
             kind, pos = _split(getattr(a, "context", None))
@@ -111,6 +113,8 @@ class AnswerBook:
             self.acts[(kind, a.slot, a.action)][i] += w
             if pos != "?":
                 self.times[(kind, a.slot, pos)][i] += w
+                if i:
+                    self.ignored_at[(kind, a.slot, pos)].add(a.action)
 
     def counts(self, kind: str, slot: str, action: str) -> tuple[float, float]:
         """(accepts, ignores) for an action in a slot of this kind of day; answers of unlike
@@ -146,8 +150,11 @@ class AnswerBook:
         return (acc + 1.0) / (acc + ign + 2.0), acc, ign
 
     def avoided(self, kind: str, slot: str, pos: str) -> bool:
+        """Whether a time is ignored whatever it offers: two or more ignores there, of two or
+        more actions (one action ignored again and again says "not that", not "not then"),
+        and p(accept) under ``AVOID_P``."""
         p, _acc, ign = self.time_p(kind, slot, pos)
-        return ign >= 2 and p < AVOID_P
+        return ign >= 2 and p < AVOID_P and len(self.ignored_at.get((kind, slot, pos), ())) >= 2
 
 
 def _split(context: str | None) -> tuple[str, str]:

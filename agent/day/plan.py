@@ -189,6 +189,11 @@ def _short_alone(p: Placement) -> bool:
     return p.minutes <= SHORT_MIN and p.window.minutes >= LONE_WINDOW_MIN
 
 
+def _against(f: Fact) -> bool:
+    """A fitted-effect fact that says the action lowers a meter ("leaves your cognition -0.20")."""
+    return " leaves your " in f.text and " -0." in f.text.split("(the table")[0]
+
+
 def _exercise_helps(dynamics: Any, contradicted: frozenset[tuple[str, str]]) -> bool:
     """Whether this person's own fitted dynamics say exercise raises their vitality (then a
     poor-recovery day does not rule a workout out)."""
@@ -441,7 +446,10 @@ class DayPlanner:
                            events=[*self.x.past_events, *self.x.events], before=cutoff)
         if since is not None:
             available["since"] = since
-        facts = dynamics_facts(action, ctx["departures"]) + facts_for(action, available)
+        # the person's own effects that speak for the action lead; one against it is said after
+        own = dynamics_facts(action, ctx["departures"])
+        facts = ([f for f in own if not _against(f)] + facts_for(action, available)
+                 + [f for f in own if _against(f)])
         book, kind, name = ctx["book"], ctx["kind"], SLOTS[slot]
         where = f" {KIND_WORDS[kind]}" if (kind, name, action) in book.acts else ""
         acc, ign = book.alike(kind, name, action)
@@ -463,25 +471,25 @@ class DayPlanner:
 
 
 def distinct_reasons(blocks: list[Block]) -> list[Block]:
-    """No reason twice in a day: in time order, a block leads with facts no earlier block of
-    the day led with (when it has others: its evidence keeps all of them), and its rationale
-    is rebuilt from them."""
+    """No reason twice in a day: in time order, a block's rationale says only facts no earlier
+    block of the day said (the best one it has when all were said; its evidence keeps every
+    fact; with none left, the block's head and expected effect speak alone), and is rebuilt
+    from them."""
     shown: set[str] = set()
     out = []
     for b in sorted(blocks, key=lambda b: b.start):
         parts = getattr(b, "_parts", None)
-        if parts is None:
+        if parts is None:  # a day sleep: its own sentence
+            shown.update(b.evidence[:2])
             out.append(b)
             continue
         placement, facts, effect, bed_reason, novel = parts
-        fresh = [f for f in facts if f.text not in shown]
-        used = [f for f in facts if f.text in shown]
-        order = fresh + used
-        if order != facts:
-            b = replace(b, rationale=_rationale(b.action, placement, order, effect, bed_reason, novel),
-                        evidence=[f.text for f in order])
-            b._parts = (placement, order, effect, bed_reason, novel)
-        shown.update(f.text for f in order[:2])
+        said = [f for f in facts if f.text not in shown][:2]
+        order = said + [f for f in facts if f not in said]
+        b = replace(b, rationale=_rationale(b.action, placement, said, effect, bed_reason, novel),
+                    evidence=[f.text for f in order])
+        b._parts = (placement, order, effect, bed_reason, novel)
+        shown.update(f.text for f in said)
         out.append(b)
     return out
 
@@ -525,7 +533,7 @@ def _rationale(action: str, p: Placement, facts: list[Fact], effect: dict[str, f
             "early_night": f"An early night: in bed by {p.start:%H:%M}, not {bed_reason}",
         }[p.kind]
     else:
-        head = f"{PHRASES[action]} {when}" + (" (a try: new for you lately)" if novel else "")
+        head = f"{PHRASES[action]} {when}" + (" (a try, new for you lately)" if novel else "")
     why = "; ".join(f.text for f in facts[:2]) if facts else ""
     exp = ", ".join(f"{m} {v:+.2f}" for m, v in sorted(effect.items(), key=lambda kv: -abs(kv[1]))[:3])
     return f"{head}: {why}. Expected: {exp}." if why else f"{head}. Expected: {exp}."
