@@ -244,6 +244,14 @@ def main_sleeps(db: Database, lo: date, hi: date) -> list[SleepRow]:
     return [SleepRow(src, float(a), float(b), off, d, *v[:5], bool(v[5]), *v[6:]) for src, a, b, off, d, *v in rows]
 
 
+def workout_minutes(db: Database, lo: date, hi: date) -> list[float]:
+    """The length in minutes of each workout of local days [lo, hi] (one source per workout:
+    the merged layer), what the person usually gives a workout."""
+    return [float(m) for (m,) in db.con.execute(
+        "SELECT (epoch(end_ts) - epoch(start_ts)) / 60.0 FROM workouts_merged WHERE local_day BETWEEN ? AND ? "
+        "AND end_ts > start_ts ORDER BY start_ts", [lo, hi]).fetchall()]
+
+
 def daily_series(db: Database, lo: date, hi: date) -> dict[str, dict[date, float]]:
     """Per-day values of local days [lo, hi]: main sleep minutes (the source with most), steps
     (the largest source total), resting heart rate, HRV (RMSSD, SDNN) and recovery score day

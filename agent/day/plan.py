@@ -144,6 +144,9 @@ class DayInputs:
     # (day, slot, action, kind) of the blocks of each earlier day's latest plan (the last week):
     # the week's diminishing returns
     recent_blocks: Sequence[tuple[date, str, str, str]] = ()
+    # action -> minutes of the person's recorded sessions of it in the last four weeks (their
+    # devices' workouts): with their calendar's events, how long a block of it lasts
+    sessions: Any = None
 
 
 @dataclass
@@ -237,7 +240,7 @@ class DayPlanner:
         slots = [(x.day, s) for s in range(first, len(SLOTS))] + [(x.day + timedelta(days=1), s) for s in range(4)]
         kind_today, kind_tomorrow = day_kind(today), day_kind(tomorrow)
         book = AnswerBook(x.answers)
-        lengths = usual_minutes(calendar, x.day, DURATIONS)
+        lengths = usual_minutes(calendar, x.day, DURATIONS, sessions=x.sessions)
         rec = recovery(today, x.day, x.facts.recovery_pct, x.facts.hrv_ms, x.facts.hrv_kind, x.facts.sleep_min)
         gate = rec.poor and not _exercise_helps(x.dynamics, x.contradicted)
         if gate and rec.fact is not None:

@@ -209,6 +209,8 @@ def test_block_lengths_follow_the_persons_own_events():
                          done=False)
     lengths = usual_minutes([*runs, hold], FREE, DURATIONS)
     assert lengths == {"EXERCISE": 75}  # the holds are no evidence; under three events: nothing
+    # her watch's workouts count with her calendar's events
+    assert usual_minutes(runs[:1], FREE, DURATIONS, sessions={"EXERCISE": [40.0, 42.0, 38.0]}) == {"EXERCISE": 40}
     habits = sleep_habits(nurse()[1], NY)
     frame = frame_day(FREE, NY, [], habits)
     assert place(frame, 0, "EXERCISE").minutes == DURATIONS["EXERCISE"][1]
