@@ -136,8 +136,8 @@ _NO_ACTION = spec.N_ACTIONS
 # --- output --------------------------------------------------------------------------------
 
 
-def _gbnf() -> str:
-    actions = " | ".join(f'"{a}"' for a in spec.ACTIONS)
+def _gbnf(allowed: Sequence[str] | None = None) -> str:
+    actions = " | ".join(f'"{a}"' for a in spec.ACTIONS if allowed is None or a in allowed)
     return (
         'root ::= action " b=" num "," num "," num\n'
         f"action ::= {actions}\n"
@@ -147,6 +147,14 @@ def _gbnf() -> str:
 
 #: GBNF grammar: exactly ``ACTION b=N,N,N`` with N in [0, 1] and two decimals, nothing else.
 OUTPUT_GBNF = _gbnf()
+
+
+def output_grammar(allowed: Sequence[str] | None = None) -> str:
+    """``OUTPUT_GBNF`` with the action limited to ``allowed`` (the actions a real day's slot
+    can hold: the model never names one the day has no time for); all actions when None or
+    empty."""
+    names = [a for a in spec.ACTIONS if allowed and a in allowed]
+    return _gbnf(names) if names else OUTPUT_GBNF
 
 _NUM = r"(0?\.\d\d|1\.00)"
 _OUTPUT_RE = re.compile(rf"([A-Z_]+) b={_NUM},{_NUM},{_NUM}")

@@ -199,8 +199,12 @@ def ask_model(
                 and b.kind not in ("bedtime", "day_sleep", "shift_nap")]
     if not open_now:
         return Asked()
+    from agent.day import slot_actions
+
     fixed = week_fixed(db, dp, data.week_start, data.day, data.tz)
-    action, reason = _pick(path, data, fixed, filters)
+    # the model chooses among what the slot can hold (its grammar says so): never an action
+    # the day has no time for
+    action, reason = _pick(path, data, fixed, filters, slot_actions(dp, open_now[0].slot))
     name = f"llm:{path.name}"
     asked = Asked(picks={"planner": open_now[0].action, "model": None if action is None else ACTIONS[action]})
     if action is None:
@@ -214,8 +218,9 @@ def ask_model(
     return asked
 
 
-def _pick(path: Path, data: DayData, fixed: list[dict[str, Any]], filters: dict[int, list[float]]) -> tuple[int | None, str]:
-    from agent.prompting import OUTPUT_GBNF, parse_output
+def _pick(path: Path, data: DayData, fixed: list[dict[str, Any]], filters: dict[int, list[float]],
+          allowed: list[str] | None = None) -> tuple[int | None, str]:
+    from agent.prompting import output_grammar, parse_output
     from agent.runtime import load_model
 
     model = load_model(path)
@@ -224,7 +229,7 @@ def _pick(path: Path, data: DayData, fixed: list[dict[str, Any]], filters: dict[
         prompt = model_prompt(data.week, fixed, data.feedback, fmt, filters=filters)
     except ValueError as exc:  # a malformed observation: never a crash, the planner decides
         return None, f"the week could not be rendered: {exc}"
-    text = model.complete(prompt, grammar=OUTPUT_GBNF, max_tokens=24)
+    text = model.complete(prompt, grammar=output_grammar(allowed), max_tokens=24)
     parsed = parse_output(text)
     if not parsed.valid:
         return None, parsed.error or "invalid output"

@@ -542,6 +542,16 @@ def _rationale(action: str, p: Placement, facts: list[Fact], effect: dict[str, f
     return f"{head}: {why}. Expected: {exp}." if why else f"{head}. Expected: {exp}."
 
 
+def slot_actions(dp: DayPlan, slot: str) -> list[str]:
+    """The actions today's ``slot`` can hold in this plan (its free time, the kind of slot, the
+    day's recovery): what a local model may choose there; [] for a slot with no open time."""
+    ctx = dp._ctx
+    pos = next((p for p, (d, s) in enumerate(ctx["slots"]) if d == dp.day and SLOTS[s] == slot), None)
+    if pos is None:
+        return []
+    return [ACTIONS[a] for a in sorted(ctx["allowed"].get(pos, set()))]
+
+
 def with_model_pick(planner: DayPlanner, dp: DayPlan, slot: str, action: str, model_name: str) -> tuple[bool, str]:
     """Put a local model's pick for ``slot`` through the planner's checks. Accepted: the
     slot's block becomes the model's (same placement rules, evidence and effect). Refused
