@@ -10,7 +10,15 @@
 
 from agent.day.calendar import RHYTHM_UID_SUFFIX, CalendarEvent, Night, is_rhythm_event_id
 from agent.day.evidence import PersonFacts
-from agent.day.plan import Answer, Block, DayInputs, DayPlan, DayPlanner, slot_actions, with_model_pick
+from agent.day.plan import (
+    Answer,
+    Block,
+    DayInputs,
+    DayPlan,
+    DayPlanner,
+    slot_actions,
+    with_model_pick,
+)
 
 #: The real-day planner's one name: in the database (``recommendations.model`` of the blocks
 #: it chose), in ``rhythm sim eval --policy`` and in the docs.
