@@ -60,7 +60,7 @@ PIECE_GAP_S = 3600
 
 SHORT_BLOCK = timedelta(minutes=20)
 WIDE_WINDOW = timedelta(hours=2)
-_CLOCK = re.compile(r"\b\d{1,2}:\d\d\b")
+_CLOCK = re.compile(r"\b\d{1,2}:\d\d(?:-\d{1,2}:\d\d)?\b")  # a clock time or a range
 
 
 @dataclass
@@ -333,7 +333,7 @@ def reason_text(b: dict[str, Any]) -> str:
     text = (b.get("rationale") or "").split(" Expected:")[0]
     head, sep, rest = text.partition(": ")
     text = rest if sep and _CLOCK.search(head) else text
-    return " ".join(_CLOCK.sub("", text).replace("-", " ").split()).strip(" .;")
+    return " ".join(_CLOCK.sub("", text).split()).strip(" .;")
 
 
 def repeated_reasons(blocks: Sequence[dict[str, Any]], tz: Any) -> list[str]:
