@@ -370,6 +370,18 @@ class Progress:
             print(text, file=sys.stderr)
 
 
+def report(saved: dict, results_md: Path | None) -> None:
+    """Print the markdown tables of a run (``main``'s figures, or a saved ``--json``) and
+    with ``results_md`` rewrite that file's section."""
+    body = table(saved["rows"], saved["seconds_main"])
+    if saved["rules"]:
+        body += (f"\n\nHidden answer rules ({saved['rule_people']} people each, {saved['rule_days']} days, "
+                 f"{saved['seconds'] - saved['seconds_main']:.0f} s):\n\n" + rules_table(saved["rules"], saved["base_accept"]))
+    print(body)
+    if results_md:
+        write_section(results_md, body, saved["argv"])
+
+
 def main(argv: list[str] | None = None) -> int:
     from lab.answer_rules import RULES
 
@@ -388,7 +400,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print JSON instead of markdown tables")
     ap.add_argument("--verbose", action="store_true", help="every finding on stderr")
     ap.add_argument("--results-md", type=Path, help="replace the 'Plan quality' section of this file")
+    ap.add_argument("--render", type=Path, help="print the tables of a saved --json run (plans nothing)")
     args = ap.parse_args(argv)
+    shown = " ".join(a for a in (argv if argv is not None else sys.argv[1:])
+                     if not a.startswith("--results-md") and not a.endswith(".md") and a != "--json")
+    if args.render:
+        saved = json.loads(args.render.read_text())
+        report(saved, args.results_md)
+        return 0
     rules = [] if args.rules == "none" else list(RULES) if args.rules == "all" else args.rules.split(",")
     unknown = [r for r in rules if r not in RULES]
     if unknown:
@@ -415,25 +434,18 @@ def main(argv: list[str] | None = None) -> int:
             bar.line(f"rule {rule}: non-SLEEP acceptance first {EDGE_DAYS} days {_acc(res['first_ns'])}, last "
                      f"{EDGE_DAYS} {_acc(res['last_ns'])} ({time.time() - t0:.0f} s)")
     seconds = time.time() - t0
+    asks = sum(r["asks"] for r in rows)
+    total_row = {k: sum(r[k] for r in rows) for k in (*COLUMNS, *NEW_COLUMNS)}
+    total_row["veto_rate"] = None if not asks else round(total_row["vetoes"] / asks, 3)
+    total_row["people_over_top_goal"] = sum(r["top_share"] > TOP_GOAL for r in rows)
+    total_row["worst_top_share"] = max((r["top_share"] for r in rows), default=None)
+    saved = {"argv": shown, "rows": rows, "total": total_row, "rules": results, "backend": args.backend,
+             "rule_people": args.rule_people, "rule_days": rule_days, "base_accept": args.base_accept,
+             "seconds": round(seconds, 1), "seconds_main": round(main_seconds, 1)}
     if args.json:
-        asks = sum(r["asks"] for r in rows)
-        total_row = {k: sum(r[k] for r in rows) for k in (*COLUMNS, *NEW_COLUMNS)}
-        total_row["veto_rate"] = None if not asks else round(total_row["vetoes"] / asks, 3)
-        total_row["people_over_top_goal"] = sum(r["top_share"] > TOP_GOAL for r in rows)
-        total_row["worst_top_share"] = max((r["top_share"] for r in rows), default=None)
-        print(json.dumps({"rows": rows, "total": total_row, "rules": results, "backend": args.backend,
-                          "base_accept": args.base_accept, "seconds": round(seconds, 1),
-                          "seconds_main": round(main_seconds, 1)}, indent=2, default=str))
+        print(json.dumps(saved, indent=2, default=str))
     else:
-        body = table(rows, main_seconds)
-        if results:
-            body += (f"\n\nHidden answer rules ({args.rule_people} people each, {rule_days} days, "
-                     f"{seconds - main_seconds:.0f} s):\n\n" + rules_table(results, args.base_accept))
-        print(body)
-        if args.results_md:
-            shown = " ".join(a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("--results-md")
-                             and not a.endswith(".md"))
-            write_section(args.results_md, body, shown)
+        report(saved, args.results_md)
     return 0
 
 
