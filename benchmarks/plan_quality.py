@@ -37,8 +37,8 @@ and counted per person and in total:
 Then the hidden answer rules (``lab.answer_rules``, ``--rules``): for each rule,
 ``--rule-people`` people (of every kind in turn; night-shift kinds for ``day_sleeper``) are
 planned the same way over ``--rule-days`` days; after each day the rule answers every block of
-the stored plan, accept or ignore, through the product's own path (``rhythm.jobs.feedback``,
-the `feedback` table), so the next day's plan sees the answers. Reported per rule: acceptance
+the stored plan, accept or ignore, through the product's own path (``rhythm feedback``'s
+``rhythm.recommend.record_answer`` in a recorded unit of work, the `feedback` table), so the next day's plan sees the answers. Reported per rule: acceptance
 (accepted / offered) on the first 4 and the last 4 days, of the non-SLEEP blocks (the goal's
 figure: bedtimes and day sleeps are left out, every rule accepts them but ``creature_of_habit``
 where sleep is no habit) and of every block. Goal: last-4-days non-SLEEP acceptance >= 0.75 for
@@ -194,12 +194,15 @@ def run_rule(rule: str, people: list, homes: Homes, base: float, tick=None) -> d
     from lab.answer_rules import RULES, answer, person_day
     from lab.plan_check import stored_blocks
     from rhythm import jobs
-    from storage import open_db
+    from rhythm.recommend import record_answer
+    from rhythm.runner import unit_of_work
+    from storage import open_db, plans
 
     fn = RULES[rule]
     n_days = max(len(p.plan_days) for p in people)
     per_day = [{"offered": 0, "accepted": 0, "offered_ns": 0, "accepted_ns": 0} for _ in range(n_days)]
     ignored: list[str] = []
+    stored = 0
     for p in people:
         tz = ZoneInfo(p.zone)
         s = homes.home(p)
@@ -209,10 +212,15 @@ def run_rule(rule: str, people: list, homes: Homes, base: float, tick=None) -> d
             with open_db(s.database, read_only=True) as db:
                 rows = stored_blocks(db, day)
                 pd = person_day(db, day, tz, rows, ends)
+            said = {b.id: answer(fn, b, pd, base, seed=zlib.crc32(p.name.encode())) for b in pd.blocks}
+            # the product's path (`rhythm feedback`: rhythm.recommend.record_answer into the
+            # `feedback` table), the day's answers in one recorded unit of work
+            with unit_of_work(s, "feedback", None, day.isoformat()) as run:
+                for rec_id, response in said.items():
+                    record_answer(run.db, rec_id, response)
+                run.summary = {"answers": len(said)}
             for b in pd.blocks:
-                said = answer(fn, b, pd, base, seed=zlib.crc32(p.name.encode()))
-                jobs.feedback(s, b.id, said)  # the product's path: the `feedback` table
-                ok = said == "accept"
+                ok = said[b.id] == "accept"
                 per_day[i]["offered"] += 1
                 per_day[i]["accepted"] += ok
                 if b.action != "SLEEP":
@@ -223,6 +231,8 @@ def run_rule(rule: str, people: list, homes: Homes, base: float, tick=None) -> d
                                    f"{b.end.astimezone(tz):%H:%M}")
             if tick:
                 tick()
+        with open_db(s.database, read_only=True) as db:  # what the next plans saw
+            stored += sum(a["source"] == "explicit" for a in plans.answers(db, implicit=False))
 
     def share(days: list[dict], key: str) -> float | None:
         off = sum(d[f"offered{key}"] for d in days)
@@ -233,7 +243,7 @@ def run_rule(rule: str, people: list, homes: Homes, base: float, tick=None) -> d
             "first_ns": share(first, "_ns"), "last_ns": share(last, "_ns"),
             "first_all": share(first, ""), "last_all": share(last, ""),
             "offered_first_ns": sum(d["offered_ns"] for d in first), "offered_last_ns": sum(d["offered_ns"] for d in last),
-            "per_day": per_day, "ignored_last_days": ignored}
+            "per_day": per_day, "answers_stored": stored, "ignored_last_days": ignored}
 
 
 def _pct(x: float | None) -> str:

@@ -24,7 +24,7 @@ The rules (``RULES``):
 
 ``person_day(db, day, tz, blocks, shift_ends)`` builds the ``PersonDay`` from the stored
 rows; ``benchmarks/plan_quality.py`` answers through the product's own path
-(``rhythm.jobs.feedback``, the `feedback` table) so the next day's plan sees the answers.
+(``rhythm feedback``'s ``rhythm.recommend.record_answer``, the `feedback` table) so the next day's plan sees the answers.
 Lab code: the product never imports it.
 """
 

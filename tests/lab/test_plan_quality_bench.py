@@ -41,6 +41,7 @@ def test_the_benchmark_reports_the_new_columns_and_the_rules(tmp_path, capsys):
     for r in out["rules"]:
         assert len(r["people"]) == 1 and len(r["per_day"]) == 3
         assert r["offered_first_ns"] > 0 and 0 <= r["first_ns"] <= 1 and 0 <= r["last_all"] <= 1
+        assert r["answers_stored"] == sum(d["offered"] for d in r["per_day"])  # every answer in `feedback`
     sleeper = out["rules"][1]
     assert sleeper["people"][0].split("-")[0] in ("night_nurse", "rotating")
     # a saved run renders as the markdown tables, and rewrites only its section of a results file
