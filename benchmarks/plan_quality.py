@@ -300,17 +300,20 @@ def table(rows: list[dict], seconds: float) -> str:
 
 def rules_table(results: list[dict], base: float) -> str:
     out = ["| rule | people | days | non-SLEEP acceptance, first 4 days | last 4 days | change | "
-           "all blocks, first 4 | last 4 | goal (last 4 >= 0.75) |", "|---|---|---|---|---|---|---|---|---|"]
+           "all blocks, first 4 | last 4 | ignored, all days | goal (last 4 >= 0.75) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         change = "-" if r["first_ns"] is None or r["last_ns"] is None else f"{r['last_ns'] - r['first_ns']:+.2f}"
         met = "-" if r["last_ns"] is None else ("met" if r["last_ns"] >= ACCEPT_GOAL else "**not met**")
         out.append(f"| {r['rule']} | {len(r['people'])} ({', '.join(sorted({n.split('-')[0] for n in r['people']}))}) | "
                    f"{r['days']} | {_acc(r['first_ns'])} (of {r['offered_first_ns']}) | "
                    f"{_acc(r['last_ns'])} (of {r['offered_last_ns']}) | {change} | {_acc(r['first_all'])} | "
-                   f"{_acc(r['last_all'])} | {met} |")
+                   f"{_acc(r['last_all'])} | {sum(d['offered'] - d['accepted'] for d in r['per_day'])} of "
+                   f"{sum(d['offered'] for d in r['per_day'])} | {met} |")
     out.append("")
     out.append("Acceptance = accepted / offered blocks under the rule (`lab/answer_rules.py`), answered through "
-               "`rhythm feedback`'s path after each day; the goal's figure leaves SLEEP blocks out"
+               "`rhythm feedback`'s path after each day; the goal's figure leaves SLEEP blocks out; a rule that "
+               "ignored nothing was never tried by these plans"
                + (f"; base rule: a block the rule accepts is accepted with probability {base}" if base < 1 else "")
                + ".")
     return "\n".join(out)
