@@ -15,7 +15,26 @@ recommend`` stored for ``day`` and recomputes, with its own SQL, what a person c
   stored belief), and a
   fitted effect checked against the insights' findings (``findings``: what ``rhythm
   insights`` shows on the days before the plan, ``find_insights(settings, until=day - 1)``); a sentence whose numbers do not match, or which the insights contradict, is
-  counted, and a sentence no rule knows is counted apart (``unchecked``).
+  counted, and a sentence no rule knows is counted apart (``unchecked``);
+- *repeated reason* (``repeated_reasons``, issue 37): two blocks of the same plan give the
+  same reason, either (a) their rationales are identical once every clock time (``HH:MM``)
+  and the expected-effect tail (from `` Expected:`` on, the model's numbers, no reason) are
+  removed and the action's name is dropped, or (b) their lead reason (first evidence
+  sentence) is the same sentence. Every pair of blocks is compared, SLEEP blocks included (a
+  person reads the same sentence twice either way); one finding per pair;
+- *short alone* (``short_alone``, issue 37): a non-SLEEP block of 20 minutes or less that is
+  the only non-SLEEP block of its free window, when that window lasts 2 h or more. The free
+  window is the stretch around the block bounded by the nearest commitment (as above), sleep
+  (``sleeps``, as above) or SLEEP block of the plan on each side: a 15-minute meditation
+  alone in a free 09:45-12:45 counts, one in a free 40 minutes does not;
+- *actions* (``DayCheck.actions``): the non-SLEEP blocks' actions, for the share of the most
+  frequent one over a person's days (``top_action``).
+
+``model_ask(db, day)`` reads from the stored rows whether a local model was asked for the
+day's plan and whether its pick stood: the `runs` row of the ``rhythm recommend`` run
+(``rhythm.jobs.recommend`` records the planner's and the model's pick of the current slot)
+and the ``model`` column of the plan's blocks (``llm:<file>`` on the block whose pick
+stood); a pick that did not stand is a veto.
 
 Shared by ``benchmarks/plan_quality.py`` and the tests; never imported by the product.
 """
@@ -39,6 +58,11 @@ NIGHT_MID = (21 * 60, 9 * 60 + 30)
 PIECE_GAP_S = 3600
 
 
+SHORT_BLOCK = timedelta(minutes=20)
+WIDE_WINDOW = timedelta(hours=2)
+_CLOCK = re.compile(r"\b\d{1,2}:\d\d(?:-\d{1,2}:\d\d)?\b")  # a clock time or a range
+
+
 @dataclass
 class DayCheck:
     day: date
@@ -49,6 +73,24 @@ class DayCheck:
     evidence: int = 0
     wrong: list[str] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)  # the non-SLEEP blocks' actions
+    repeated: list[str] = field(default_factory=list)  # pairs of blocks giving the same reason
+    short_alone: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ModelAsk:
+    """Whether a local model was asked for a plan and what came of it (``model_ask``)."""
+
+    asked: bool
+    planner: str | None = None  # the planner's pick for the current slot
+    model: str | None = None  # the model's pick; None: no valid answer
+    stood: bool = False  # a block of the plan is the model's
+
+    @property
+    def vetoed(self) -> bool:
+        """The model gave a valid pick and the planner refused it."""
+        return self.asked and self.model is not None and not self.stood
 
 
 def _utc(t: Any) -> datetime:
@@ -271,6 +313,9 @@ def check_day(db: Any, tz: Any, day: date, now: datetime,
                 out.unchecked.append(text)
             elif not ok:
                 out.wrong.append(f"{where}: {text}")
+    out.actions = [b["action"] for b in blocks if b["action"] != "SLEEP"]
+    out.repeated = repeated_reasons(blocks, tz)
+    out.short_alone = short_alone(blocks, [(s, e) for s, e, _a, _t in held] + list(truth), tz)
     for s, e in truth:
         if lo <= s < hi and (e - s) >= timedelta(hours=3) and s >= now:
             if not any(b["action"] == "SLEEP" and b["start"] < e and s < b["end"] for b in blocks):
@@ -278,4 +323,85 @@ def check_day(db: Any, tz: Any, day: date, now: datetime,
     return out
 
 
-__all__ = ["ACTIONS", "DayCheck", "check_day", "check_fact", "commitments", "sleep_sessions", "stored_blocks"]
+def _where(b: dict[str, Any], tz: Any) -> str:
+    return f"{b['action']} {b['start'].astimezone(tz):%a %H:%M}-{b['end'].astimezone(tz):%H:%M}"
+
+
+def reason_text(b: dict[str, Any]) -> str:
+    """A block's rationale as a reason: without clock times, the expected-effect tail and
+    the action's name (the label before the first colon)."""
+    text = (b.get("rationale") or "").split(" Expected:")[0]
+    head, sep, rest = text.partition(": ")
+    text = rest if sep and _CLOCK.search(head) else text
+    return " ".join(_CLOCK.sub("", text).split()).strip(" .;")
+
+
+def repeated_reasons(blocks: Sequence[dict[str, Any]], tz: Any) -> list[str]:
+    """Pairs of blocks of one plan that give the same reason (the module docstring, (a) and
+    (b)), as sentences."""
+    out = []
+    for i, a in enumerate(blocks):
+        for b in blocks[i + 1:]:
+            ra, rb = reason_text(a), reason_text(b)
+            lead_a = a["evidence"][0] if a.get("evidence") else None
+            if ra and ra == rb:
+                out.append(f"{_where(a, tz)} and {_where(b, tz)}: the same rationale \"{ra[:80]}\"")
+            elif lead_a is not None and b.get("evidence") and b["evidence"][0] == lead_a:
+                out.append(f"{_where(a, tz)} and {_where(b, tz)}: the same lead reason \"{lead_a}\"")
+    return out
+
+
+def short_alone(blocks: Sequence[dict[str, Any]], busy: Iterable[tuple[datetime, datetime]], tz: Any) -> list[str]:
+    """Non-SLEEP blocks of ``SHORT_BLOCK`` or less alone in a free window of ``WIDE_WINDOW`` or
+    more. ``busy``: the commitments and sleeps around the day; the plan's SLEEP blocks are
+    added. A block over a busy span is an overlap (``check_day``), not judged here."""
+    spans = [(s, e) for s, e in busy] + [(b["start"], b["end"]) for b in blocks if b["action"] == "SLEEP"]
+    out = []
+    for b in blocks:
+        if b["action"] == "SLEEP" or b["end"] - b["start"] > SHORT_BLOCK:
+            continue
+        if any(s < b["end"] and b["start"] < e for s, e in spans):
+            continue
+        lo = max((e for s, e in spans if e <= b["start"]), default=b["start"] - timedelta(hours=24))
+        hi = min((s for s, e in spans if s >= b["end"]), default=b["end"] + timedelta(hours=24))
+        if hi - lo < WIDE_WINDOW:
+            continue
+        if any(o is not b and o["action"] != "SLEEP" and o["start"] < hi and lo < o["end"] for o in blocks):
+            continue
+        minutes = (b["end"] - b["start"]).total_seconds() / 60
+        out.append(f"{_where(b, tz)} ({minutes:.0f} min) alone in free {lo.astimezone(tz):%H:%M}-"
+                   f"{hi.astimezone(tz):%H:%M} ({_hm_text((hi - lo).total_seconds() / 60)})")
+    return out
+
+
+def top_action(actions: Iterable[str]) -> tuple[str | None, float, int]:
+    """(the most frequent action, its share, how many there were) of these non-SLEEP blocks'
+    actions; (None, 0.0, 0) for none. A tie goes to the action first in ACTIONS."""
+    counts: dict[str, int] = {}
+    for a in actions:
+        counts[a] = counts.get(a, 0) + 1
+    n = sum(counts.values())
+    if not n:
+        return None, 0.0, 0
+    best = max(counts, key=lambda a: (counts[a], -ACTIONS.index(a) if a in ACTIONS else -len(ACTIONS)))
+    return best, counts[best] / n, n
+
+
+def model_ask(db: Any, day: date) -> ModelAsk | None:
+    """What the stored rows say of the local model for ``day``'s latest plan: asked or not,
+    both picks, whether the model's pick stood (a block stored with an ``llm:`` model). None
+    when no recommend run for the day recorded its picks (before issue 37)."""
+    raw = audit.recommend_run(db, day)
+    summary = json.loads(raw) if isinstance(raw, str) else raw
+    if not summary or "picks" not in summary:
+        return None
+    picks = summary["picks"] or {}
+    if not picks:
+        return ModelAsk(asked=False)
+    models = audit.recommendation_models(db, list(summary.get("recommendations") or []))
+    return ModelAsk(asked=True, planner=picks.get("planner"), model=picks.get("model"),
+                    stood=any(str(m).startswith("llm:") for m in models))
+
+
+__all__ = ["ACTIONS", "DayCheck", "ModelAsk", "check_day", "check_fact", "commitments", "model_ask", "reason_text",
+           "repeated_reasons", "short_alone", "sleep_sessions", "stored_blocks", "top_action"]

@@ -226,7 +226,7 @@ def recommend(settings: Settings, day: date | None = None, now: datetime | None 
         plan = make_plan(run.db, settings, day, now)
         run.target = plan.day.isoformat()
         run.summary = {"day": plan.day.isoformat(), "recommendations": [s.id for s in plan.slots],
-                       "model": plan.model}
+                       "model": plan.model, "picks": plan.picks}  # picks: the local model asked (issue 37)
     return plan
 
 

@@ -59,3 +59,28 @@ def daily_sample(db: Database, metric: str, how: str = "avg") -> dict[date, floa
     agg = {"avg": "avg", "sum": "sum"}[how]
     return {d: float(v) for d, v in db.con.execute(
         f"SELECT local_day, {agg}(value) FROM samples_merged WHERE metric = ? GROUP BY 1", [metric]).fetchall()}
+
+
+def recommend_run(db: Database, day: date) -> Any:
+    """The summary (JSON text) of the latest successful ``rhythm recommend`` run for ``day``
+    (``rhythm.jobs.recommend``: the blocks' ids, the plan's model and, since issue 37, the
+    local model's and the planner's picks), None when there is none."""
+    row = db.con.execute(
+        "SELECT summary FROM runs WHERE kind = 'recommend' AND ok AND target = ? ORDER BY id DESC LIMIT 1",
+        [day.isoformat()]).fetchone()
+    return None if row is None else row[0]
+
+
+def recommendation_models(db: Database, ids: list[int]) -> list[str]:
+    """The ``model`` column of these recommendations (who chose each block)."""
+    if not ids:
+        return []
+    return [m for (m,) in db.con.execute(
+        f"SELECT model FROM recommendations WHERE id IN ({', '.join('?' for _ in ids)}) ORDER BY id",
+        [int(i) for i in ids]).fetchall()]
+
+
+def slot_actions_between(db: Database, lo: date, hi: date) -> list[tuple[date, str, str | None]]:
+    """(local_day, slot, action) of every slot of days [lo, hi]."""
+    return db.con.execute("SELECT local_day, slot, action FROM slot_actions WHERE local_day BETWEEN ? AND ? "
+                          "ORDER BY local_day, slot", [lo, hi]).fetchall()

@@ -36,3 +36,26 @@ def test_the_reads_give_back_what_was_stored(tmp_path):
         assert len(audit.events_overlapping(db, at(11), at(20))) == 2
         assert audit.latest_plan(db, DAY) == []
         assert audit.slot_action_days(db, "ADMIN_WORK", DAY, DAY) == set()
+
+
+def test_the_recommend_run_and_the_blocks_models_and_slot_actions_read_back(tmp_path):
+    from datetime import UTC
+
+    from storage import plans, runs
+    from storage.derived import replace_mapped
+
+    created = datetime(2025, 3, 4, 11, tzinfo=UTC)
+    with open_db(tmp_path / "r.duckdb") as db:
+        assert audit.recommend_run(db, DAY) is None and audit.recommendation_models(db, []) == []
+        ids = plans.insert_recommendations(db, [
+            {"created_at": created, "local_day": DAY, "slot": "morning", "action": a, "rationale": "", "model": m}
+            for a, m in (("LEARN", "llm:x.gguf"), ("SLEEP", "day-planner"))])
+        runs.record_run(db, "recommend", None, DAY.isoformat(), created, True, {"recommendations": ids, "picks": {}})
+        runs.record_run(db, "recommend", None, DAY.isoformat(), created, False, {"failed": True})  # not ok: skipped
+        assert '"picks": {}' in audit.recommend_run(db, DAY)
+        assert audit.recommendation_models(db, ids) == ["llm:x.gguf", "day-planner"]
+        replace_mapped(db, None, [], [
+            {"local_day": DAY - timedelta(days=k), "slot": "evening", "action": "MEDITATE", "confidence": 1.0,
+             "evidence": [], "computed_at": created} for k in range(3)], {})
+        got = audit.slot_actions_between(db, DAY - timedelta(days=1), DAY)
+        assert got == [(DAY - timedelta(days=1), "evening", "MEDITATE"), (DAY, "evening", "MEDITATE")]
