@@ -20,7 +20,9 @@ The rules (``RULES``):
 - ``creature_of_habit``: accepts a block only if its action is one of the person's habits in
   that slot: over the 28 days before the planned day, the actions of their own slot
   (``slot_actions``, as ``rhythm map`` derived them from their data) on at least a quarter of
-  the days that slot had an action, and always the most frequent one; ignores the rest.
+  the days that slot had an action, and always the most frequent one; ignores the rest;
+- ``late_starter``: ignores every non-SLEEP block starting before 10:00, whatever it offers
+  (an answer about *when*: the plan has to move the time, not the action).
 
 ``person_day(db, day, tz, blocks, shift_ends)`` builds the ``PersonDay`` from the stored
 rows; ``benchmarks/plan_quality.py`` answers through the product's own path
@@ -38,6 +40,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 MORNING_END_H = 12
+LATE_START_H = 10
 DAY_SLEEP = timedelta(hours=8)
 HABIT_DAYS = 28
 HABIT_SHARE = 0.25
@@ -85,6 +88,12 @@ def day_sleeper(b: Block, d: PersonDay) -> bool:
     return not any(b.start < end + DAY_SLEEP and end < b.end for end in d.shift_ends)
 
 
+def late_starter(b: Block, d: PersonDay) -> bool:
+    """Ignores every non-SLEEP block starting before ``LATE_START_H`` (not a morning person:
+    *when*, whatever the block offers), accepts the rest."""
+    return b.action == "SLEEP" or b.start.astimezone(d.tz).hour >= LATE_START_H
+
+
 def creature_of_habit(b: Block, d: PersonDay) -> bool:
     return b.action in d.habits.get(b.slot, frozenset())
 
@@ -94,6 +103,7 @@ RULES: dict[str, Rule] = {
     "no_repeat": no_repeat,
     "day_sleeper": day_sleeper,
     "creature_of_habit": creature_of_habit,
+    "late_starter": late_starter,
 }
 #: the people each rule is run on (``lab.people.shift_people`` kinds); None: every kind in turn
 RULE_KINDS: dict[str, tuple[str, ...] | None] = {"day_sleeper": ("night_nurse", "rotating")}
@@ -144,4 +154,4 @@ def person_day(db: Any, day: date, tz: Any, rows: Sequence[dict[str, Any]],
 
 
 __all__ = ["RULES", "RULE_KINDS", "Block", "PersonDay", "Rule", "answer", "blocks_of", "creature_of_habit",
-           "day_sleeper", "habits", "no_morning_exercise", "no_repeat", "person_day"]
+           "day_sleeper", "habits", "late_starter", "no_morning_exercise", "no_repeat", "person_day"]

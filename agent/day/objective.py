@@ -45,9 +45,9 @@ REPEAT_DAY = 1.6  # score cost of each repeat of an action within a day
 REPEAT_WEEK = 0.5  # ... of each block of it in the plans of the last six days
 WEEK_DAYS = 6
 NOVEL_COST = 0.8  # an action not done in four weeks: its table prior is not evidence
-HABIT_WEIGHT = 1.2  # bonus per unit of habit share (the slot's most frequent action: ~0.5)
+HABIT_WEIGHT = 3.0  # bonus per unit of habit share (the slot's most frequent action: ~0.5)
 HABIT_MIN_DAYS = 5  # days of slot actions before a habit counts
-IGNORE_WEIGHT = 4.0  # score cost of an action at p(accept) 0 vs 0.5 in its context
+IGNORE_WEIGHT = 8.0  # score cost of an action at p(accept) 0 vs 0.5 in its context
 UNLIKE_WEIGHT = 0.25  # an answer on an unlike kind of day counts this much
 AVOID_P = 0.3  # a time whose p(accept) falls below this (2+ ignores) is not offered there
 FIRST_HOURS_MIN = 180  # the first hours after waking (from the night or a day sleep)
@@ -127,6 +127,18 @@ class AnswerBook:
             w = 1.0 if k in (kind, "?") else UNLIKE_WEIGHT
             acc, ign = acc + w * ac, ign + w * ig
         return acc, ign
+
+    def repeat_scale(self) -> np.ndarray:
+        """(10,) per action: 1 - its share of accepts among its answers (Beta(1, 1)), doubled
+        and clipped to [0, 1]: no answers 1 (a repeat costs in full), accepted every time
+        about 0.3 after three (a creature of habit repeats what they accept)."""
+        out = np.ones(len(ACTIONS))
+        for i, a in enumerate(ACTIONS):
+            acc = sum(v[0] for (k, s, x), v in self.acts.items() if x == a)
+            ign = sum(v[1] for (k, s, x), v in self.acts.items() if x == a)
+            if acc + ign:
+                out[i] = float(np.clip(2.0 * (1.0 - (acc + 1.0) / (acc + ign + 2.0)), 0.0, 1.0))
+        return out
 
     def alike(self, kind: str, slot: str, action: str) -> tuple[float, float]:
         """(accepts, ignores) on days of this kind (and of no known kind) only: what the
@@ -208,8 +220,13 @@ class Variety:
     w_day: float = REPEAT_DAY
     w_week: float = REPEAT_WEEK
 
+    # per action, how much of the cost of a repeat stands (1: all; an action the person keeps
+    # accepting repeats at a discount: what they accept, they want again)
+    scale: np.ndarray | None = None
+
     def cost(self, plans: np.ndarray) -> np.ndarray:
         """(B,) the cost of each plan (B, L)."""
+        k = np.ones(len(ACTIONS)) if self.scale is None else self.scale
         onehot = (plans[..., None] == np.arange(len(ACTIONS))).astype(np.float64)  # (B, L, 10)
         total = np.zeros(plans.shape[0])
         counted = self.day_of >= 0
@@ -219,10 +236,10 @@ class Variety:
                 continue
             c = onehot[:, mask].sum(axis=1)  # (B, 10)
             n = c + self.prior_day[d]
-            total += self.w_day * (np.maximum(0.0, n - 1.0) - np.maximum(0.0, self.prior_day[d] - 1.0)).sum(axis=1)
+            total += self.w_day * ((np.maximum(0.0, n - 1.0) - np.maximum(0.0, self.prior_day[d] - 1.0)) * k).sum(axis=1)
         if counted.any():
             c = onehot[:, counted].sum(axis=1)
-            total += self.w_week * (c * self.prior_week).sum(axis=1)
+            total += self.w_week * (c * self.prior_week * k).sum(axis=1)
         return total
 
 

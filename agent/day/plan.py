@@ -318,7 +318,8 @@ class DayPlanner:
                                  - HABIT_WEIGHT * habit.get(SLOTS[s], {}).get(name, 0.0)
                                  + (NOVEL_COST if name not in done and name != "SLEEP" else 0.0))
         day_of = np.array([-1 if p in forced else (d - x.day).days for p, (d, _s) in enumerate(slots)])
-        variety = Variety(day_of, np.zeros((2, len(ACTIONS))), week_counts(x.recent_blocks, x.day))
+        variety = Variety(day_of, np.zeros((2, len(ACTIONS))), week_counts(x.recent_blocks, x.day),
+                          scale=book.repeat_scale())
 
         bs = x.belief
         params = bs.sample_params(x.n_samples, rng=np.random.default_rng(x.seed))
@@ -474,16 +475,21 @@ class DayPlanner:
 
 
 def distinct_reasons(blocks: list[Block]) -> list[Block]:
-    """No reason twice in a day: in time order, a block's rationale says only facts no earlier
-    block of the day said (the best one it has when all were said; its evidence keeps every
-    fact; with none left, the block's head and expected effect speak alone), and is rebuilt
-    from them."""
+    """No reason twice in a day: a block's rationale says only facts no other block of the
+    day says (the blocks with the fewest facts choose first; its evidence keeps every fact,
+    those it says first; with none left, the block's head and expected effect speak alone),
+    and is rebuilt from them."""
     shown: set[str] = set()
     out = []
-    for b in sorted(blocks, key=lambda b: b.start):
-        parts = getattr(b, "_parts", None)
-        if parts is None:  # a day sleep: its own sentence
+    # a day sleep says its own sentence; then the blocks with the fewest facts choose first
+    # (a bedtime has few), so each leads with one of its own where the facts allow
+    for b in blocks:
+        if getattr(b, "_parts", None) is None:
             shown.update(b.evidence[:2])
+    for b in sorted(blocks, key=lambda b: (getattr(b, "_parts", None) is not None,
+                                           len(b._parts[1]) if getattr(b, "_parts", None) else 0, b.start)):
+        parts = getattr(b, "_parts", None)
+        if parts is None:
             out.append(b)
             continue
         placement, facts, effect, bed_reason, novel = parts
@@ -494,6 +500,7 @@ def distinct_reasons(blocks: list[Block]) -> list[Block]:
         b._parts = (placement, order, effect, bed_reason, novel)
         shown.update(f.text for f in said)
         out.append(b)
+    out.sort(key=lambda b: b.start)
     return out
 
 

@@ -14,6 +14,7 @@ from lab.answer_rules import (
     creature_of_habit,
     day_sleeper,
     habits,
+    late_starter,
     no_morning_exercise,
     no_repeat,
     person_day,
@@ -40,6 +41,15 @@ def test_no_morning_exercise_ignores_exercise_before_noon_local_time_only():
     utc_block = Block(4, "EXERCISE", "afternoon", datetime(2025, 3, 12, 11, 30, tzinfo=UTC),
                       datetime(2025, 3, 12, 12, 30, tzinfo=UTC))
     assert no_morning_exercise(utc_block, d)  # 12:30 in Madrid
+
+
+def test_late_starter_ignores_whatever_starts_before_ten_local_time():
+    d = PersonDay(DAY, TZ)
+    assert not late_starter(blk(1, "DEEP_WORK", 9.75, 11), d)  # 09:45: a time, not an action
+    assert not late_starter(blk(2, "MEDITATE", 7, 7.25), d)
+    assert late_starter(blk(3, "DEEP_WORK", 10, 11.5), d)
+    assert late_starter(blk(4, "SLEEP", 7, 8.5, kind="sleep_in"), d)  # sleeping in is no block to do
+    assert RULES["late_starter"] is late_starter
 
 
 def test_no_repeat_ignores_the_second_block_of_an_action_but_not_a_second_sleep():
