@@ -3,14 +3,14 @@
     .venv/bin/python benchmarks/planner_voice.py --models before=rhythm/models/student-real-q8_0.gguf \\
         after=runs/planner-tune/export/student-real-q8_0.gguf --json runs/voice.json
 
-People no training run uses (``training.planner_days`` trains on seeds 3,000,000 on): the
+People no training run uses (``lab.planner_days`` trains on seeds 3,000,000 on): the
 shift-people kinds of ``lab.people.shift_people`` on seeds 0 .. ``--shift``-1 (office,
 rotating shifts, night nurse, parent, student, retiree in turn; the people of
 ``benchmarks/plan_quality.py``) and stream people (``lab.streams.synthetic_person``) on seeds
 90,000,000 .. (``benchmarks/student_real.py``'s unseen people). Each through the storage
 writer and ``rhythm map``; then at a drawn time of each morning, afternoon and evening of the
 last ``--days`` days, the product's path with the llm backend on each model
-(``training.planner_days.decide``: load, filter, plan, ask): at every slot where the
+(``lab.planner_days.decide``: load, filter, plan, ask): at every slot where the
 product asks the model,
 
 - **agreement**: the model's pick equals the day planner's;
@@ -45,7 +45,7 @@ STREAM_SEED = 90_000_000
 
 def person_rows(unit: tuple[int, str, int, list[tuple[str, str]]]) -> list[dict[str, Any]]:
     """One person's decisions with every model (a worker job)."""
-    from training.planner_days import person_decisions
+    from lab.planner_days import person_decisions
 
     seed, kind, days, models = unit
     rows: dict[tuple[str, str], dict[str, Any]] = {}

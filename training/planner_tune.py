@@ -1,6 +1,6 @@
 """Fine-tune the bundled student on the day planner's decisions (issue 37).
 
-Reads the decisions of ``training.planner_days`` (``rhythm train planner-days``), continues
+Reads the decisions of ``lab.planner_days`` (``rhythm train planner-days``), continues
 from a student GGUF (default: the bundled ``rhythm/models/student-real-q8_0.gguf``, read
 back into PyTorch by ``training.checkpoints.load_gguf_student``; its tokenizer without the
 BOS post-processor) and writes a new Q8_0 GGUF of the same prompt format:
@@ -46,6 +46,8 @@ from training.common import (
 )
 
 BUNDLED = "rhythm/models/student-real-q8_0.gguf"
+#: One decision of ``lab.planner_days`` (``rhythm train planner-days``) per line.
+FORMAT = "rhythm-planner-days/1"
 
 
 @dataclass
@@ -99,6 +101,17 @@ def encode_week(tok, group: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarra
     if sum(a is not None for a in answers) != len(group):
         raise ValueError(f"person {group[0]['seed']}: a decision's prompt does not end at a step line")
     return encode_inserted(tok, text, answers)
+
+
+def read_examples(path: str | Path) -> list[dict[str, Any]]:
+    """The decisions of an examples.jsonl (format checked)."""
+    out = []
+    for i, line in enumerate(Path(path).read_text().splitlines()):
+        rec = json.loads(line)
+        if rec.get("format") != FORMAT:
+            raise ValueError(f"{path}:{i + 1}: expected format {FORMAT}, got {rec.get('format')!r}")
+        out.append(rec)
+    return out
 
 
 def product_tokenizer(tok):
@@ -158,7 +171,6 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     from training.batches import evaluate_split, load_split
     from training.checkpoints import gguf_prompt_format, load_gguf_student, write_gguf
     from training.export import check_parity, quantize
-    from training.planner_days import read_examples
     from training.sft import Args as SftArgs
     from training.sft import main as sft_main
     from training.student import TorchStudent

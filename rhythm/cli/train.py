@@ -157,7 +157,7 @@ def planner_days_cmd(
     (docs/training.md, "Planner days")."""
     from pathlib import Path
 
-    from training.planner_days import write_examples
+    from lab.planner_days import write_examples
 
     with _progress() as update:
         summary = write_examples(Path(out), people, seed_start, days, workers,

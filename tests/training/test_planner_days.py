@@ -8,7 +8,7 @@ import pytest
 
 from agent.prompting import FORMAT_V4, parse_output
 from common.records import ACTIONS, Event
-from training.planner_days import ASK_HOURS, generated_person, person_decisions
+from lab.planner_days import ASK_HOURS, generated_person, person_decisions
 from training.planner_tune import week_groups
 
 SLOT_NAMES = ("morning", "afternoon", "evening")

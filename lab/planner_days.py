@@ -23,13 +23,13 @@ open block of the current slot: ``rhythm.ask_model.ask_model``), the example is
 The labels come from whatever planner is on the branch when this runs: re-run it after
 the planner changes. One JSON line per decision (``rhythm-planner-days/1``), in seed order
 (the file is the same for any number of workers; a stopped run continues from the people
-it wrote). ``training.planner_tune`` fine-tunes the bundled student on them.
+it wrote). ``training.planner_tune`` (which owns the format) fine-tunes the bundled student on them.
 
 With ``model`` set (``evaluate``), each decision also asks that GGUF through the product's
 own ask step and records its pick and whether the planner's checks let it stand
 (``agent.day.with_model_pick``): the veto rate.
 
-    python -m training.planner_days --people 200 --workers 2 --out runs/planner-days
+    python -m lab.planner_days --people 200 --workers 2 --out runs/planner-days
     rhythm train planner-days --people 200 --workers 2 --out runs/planner-days
 """
 
@@ -59,8 +59,8 @@ from training.common import (
     parse_args,
     prepare_output,
 )
+from training.planner_tune import FORMAT
 
-FORMAT = "rhythm-planner-days/1"
 #: Draws of the decision times: a stream of its own per person ("PLD").
 TIME_STREAM = 0x504C44
 #: When in each asked slot ``rhythm recommend`` runs (local hours, drawn uniformly).
@@ -225,17 +225,6 @@ def write_examples(out: Path, people: int, seed_start: int, days: int, workers: 
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
-
-
-def read_examples(path: str | Path) -> list[dict[str, Any]]:
-    """The decisions of an examples.jsonl (format checked)."""
-    out = []
-    for i, line in enumerate(Path(path).read_text().splitlines()):
-        rec = json.loads(line)
-        if rec.get("format") != FORMAT:
-            raise ValueError(f"{path}:{i + 1}: expected format {FORMAT}, got {rec.get('format')!r}")
-        out.append(rec)
-    return out
 
 
 def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
