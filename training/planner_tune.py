@@ -45,7 +45,7 @@ from training.common import (
     seed_everything,
 )
 
-BUNDLED = "rhythm/models/student-real-q8_0.gguf"
+BUNDLED = str(Path(__file__).resolve().parent.parent / "rhythm" / "models" / "student-real-q8_0.gguf")
 #: One decision of ``lab.planner_days`` (``rhythm train planner-days``) per line.
 FORMAT = "rhythm-planner-days/1"
 

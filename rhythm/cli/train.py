@@ -169,6 +169,20 @@ def planner_days_cmd(
                       f"{summary['seconds']:.0f} s ({summary['decisions_per_second']}/s) -> {out}/examples.jsonl")
 
 
+@app.command("planner-tune")
+def planner_tune_cmd(
+    examples: list[str] = typer.Option(None, "--examples", help="examples.jsonl of planner-days."),
+    out: str = typer.Option(None, "--out", help="Output folder."),
+    minutes: float = typer.Option(None, "--minutes", help="SFT wall-clock budget."),
+    base: str = typer.Option(None, "--base", help="Student GGUF to continue from (default the bundled one)."),
+    sets: list[str] = _SET,
+    json_out: bool = _JSON,
+) -> None:
+    """Fine-tune the bundled student on planner-days decisions: a new Q8_0 GGUF, its parity
+    with PyTorch and the agreement with the planner on held-out people before and after."""
+    _run("planner_tune", sets, json_out, examples=examples or None, out=out, minutes=minutes, base=base)
+
+
 @app.command("dataset")
 def dataset_cmd(
     rollouts: list[str] = typer.Option(None, "--rollouts", help="Rollout JSONL file(s)."),
