@@ -9,7 +9,8 @@ rotating shifts, night nurse, parent, student, retiree in turn; the people of
 ``benchmarks/plan_quality.py``) and stream people (``lab.streams.synthetic_person``) on seeds
 90,000,000 .. (``benchmarks/student_real.py``'s unseen people). Each through the storage
 writer and ``rhythm map``; then at a drawn time of each morning, afternoon and evening of the
-last ``--days`` days, the product's path with the llm backend on each model
+last ``--days`` days (``--demo``: also the demo person of ``make demo`` on 2025-03-10 ..
+03-26, the days issue 37 read), the product's path with the llm backend on each model
 (``lab.planner_days.decide``: load, filter, plan, ask): at every slot where the
 product asks the model,
 
@@ -43,6 +44,38 @@ sys.path.insert(0, str(ROOT))
 STREAM_SEED = 90_000_000
 
 
+def demo_decisions(model: Path) -> list[dict[str, Any]]:
+    """The demo person (``make demo``: the bundled sample files imported and mapped) on the
+    days the issue read, 2025-03-10 .. 03-26, asked at the drawn times of ``ask_times``."""
+    import tempfile
+    from datetime import date, timedelta
+    from zoneinfo import ZoneInfo
+
+    from lab.planner_days import ask_times, decide
+    from lab.streams import throwaway_home
+    from rhythm import jobs
+    from rhythm.data.make_sample import SAMPLE_TIMEZONE
+    from rhythm.demo import SAMPLE_DIR, SAMPLE_FILES
+    from storage import open_db
+
+    days = [date(2025, 3, 10) + timedelta(days=k) for k in range(17)]
+    out = []
+    with tempfile.TemporaryDirectory(prefix="rhythm-voice-demo-") as tmp:
+        s = throwaway_home(Path(tmp), "demo", SAMPLE_TIMEZONE)
+        for source, name, _label in SAMPLE_FILES:
+            jobs.import_file(s, source, SAMPLE_DIR / name)
+        jobs.map_data(s)
+        with open_db(s.database) as db:
+            for d, _slot, now in ask_times(0, days, ZoneInfo(SAMPLE_TIMEZONE)):
+                row = decide(db, s, d, now, model)
+                if row is not None:
+                    out.append({"person": "demo", "kind": "demo", **row})
+    return out
+
+
+DEMO_SEED = -1  # the unit of the demo person
+
+
 def person_rows(unit: tuple[int, str, int, list[tuple[str, str]]]) -> list[dict[str, Any]]:
     """One person's decisions with every model (a worker job)."""
     from lab.planner_days import person_decisions
@@ -50,7 +83,9 @@ def person_rows(unit: tuple[int, str, int, list[tuple[str, str]]]) -> list[dict[
     seed, kind, days, models = unit
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for name, path in models:
-        for r in person_decisions(seed, days, model=Path(path), kind=kind):
+        found = (demo_decisions(Path(path)) if kind == "demo"
+                 else person_decisions(seed, days, model=Path(path), kind=kind))
+        for r in found:
             row = rows.setdefault((r["day"], r["slot"]), {k: r[k] for k in ("person", "kind", "day", "slot", "at",
                                                                               "action")})
             row[name] = r["model"]
@@ -86,6 +121,7 @@ def main() -> None:
     ap.add_argument("--shift", type=int, default=12, help="shift-people (seeds 0..N-1)")
     ap.add_argument("--streams", type=int, default=6, help="stream people (seeds 90,000,000 on)")
     ap.add_argument("--days", type=int, default=7, help="planned days per person")
+    ap.add_argument("--demo", action="store_true", help="also the demo person (make demo), 2025-03-10 .. 03-26")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json", type=Path, help="write the report (with every decision) here")
     args = ap.parse_args()
@@ -94,7 +130,8 @@ def main() -> None:
     models = [tuple(m.split("=", 1)) for m in args.models]
     names = [n for n, _ in models]
     units = ([(s, "shift", args.days, models) for s in range(args.shift)]
-             + [(STREAM_SEED + k, "stream", args.days, models) for k in range(args.streams)])
+             + [(STREAM_SEED + k, "stream", args.days, models) for k in range(args.streams)]
+             + ([(DEMO_SEED, "demo", 17, models)] if args.demo else []))
     t0 = time.time()
     rows: list[dict[str, Any]] = []
     results: dict[int, list[dict[str, Any]]] = {}
