@@ -75,3 +75,20 @@ def test_a_week_is_one_sequence_with_each_answer_where_its_prompt_ends():
         "EXERCISEb=.50,.50,.50", "FAMILY_TIMEb=.51,.50,.50"]
     # without its answers the sequence is the last prompt, token for token: what the product sends
     assert ids[hide == 0][1:].tolist() == tok.encode(p2).ids
+
+
+@pytest.mark.slow
+def test_the_command_writes_one_line_per_decision_and_a_rerun_adds_none(run_cli, tmp_path):
+    import json
+
+    argv = ["train", "planner-days", "--people", "2", "--seed-start", "5", "--days", "1", "--workers", "1",
+            "--json", "--out", tmp_path / "pd"]
+    code, out, err = run_cli(*argv)
+    assert code == 0, err
+    summary = json.loads(out)
+    lines = (tmp_path / "pd" / "examples.jsonl").read_text().splitlines()
+    assert summary["decisions"] == len(lines) == sum(summary["planner_actions"].values()) > 0
+    assert {json.loads(x)["seed"] for x in lines} <= {5, 6}
+    code, out, err = run_cli(*argv)
+    assert code == 0, err
+    assert (tmp_path / "pd" / "examples.jsonl").read_text().splitlines() == lines
