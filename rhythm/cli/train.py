@@ -141,6 +141,48 @@ def streams_cmd(
                       f"{summary['people']} people in {summary['seconds']:.0f} s -> {out}/rollouts.jsonl")
 
 
+@app.command("planner-days")
+def planner_days_cmd(
+    out: str = typer.Option(..., "--out", help="Output folder (examples.jsonl, summary.json)."),
+    people: int = typer.Option(200, "--people", min=1, help="Generated people (office, shift, parent... and stream people)."),
+    seed_start: int = typer.Option(3_000_000, "--seed-start", min=0, help="First person's seed."),
+    days: int = typer.Option(10, "--days", min=1, help="Planned days per person."),
+    workers: int = typer.Option(2, "--workers", min=1, help="Worker processes."),
+    json_out: bool = _JSON,
+) -> None:
+    """Stage 1c: decisions labelled by the day planner (issue 37): generated people stored and
+    mapped, then at a drawn time of each morning, afternoon and evening the product's prompt
+    for the slot and the planner's block action there. Re-run it after the planner changes;
+    `python -m training.planner_tune` fine-tunes the bundled student on the result
+    (docs/training.md, "Planner days")."""
+    from pathlib import Path
+
+    from lab.planner_days import write_examples
+
+    with _progress() as update:
+        summary = write_examples(Path(out), people, seed_start, days, workers,
+                                 progress=lambda n, total: update("planner-days", n, total))
+    if json_out:
+        print_json(summary)
+    else:
+        console.print(f"planner-days: {summary['decisions']} decisions from {summary['people']} people in "
+                      f"{summary['seconds']:.0f} s ({summary['decisions_per_second']}/s) -> {out}/examples.jsonl")
+
+
+@app.command("planner-tune")
+def planner_tune_cmd(
+    examples: list[str] = typer.Option(None, "--examples", help="examples.jsonl of planner-days."),
+    out: str = typer.Option(None, "--out", help="Output folder."),
+    minutes: float = typer.Option(None, "--minutes", help="SFT wall-clock budget."),
+    base: str = typer.Option(None, "--base", help="Student GGUF to continue from (default the bundled one)."),
+    sets: list[str] = _SET,
+    json_out: bool = _JSON,
+) -> None:
+    """Fine-tune the bundled student on planner-days decisions: a new Q8_0 GGUF, its parity
+    with PyTorch and the agreement with the planner on held-out people before and after."""
+    _run("planner_tune", sets, json_out, examples=examples or None, out=out, minutes=minutes, base=base)
+
+
 @app.command("dataset")
 def dataset_cmd(
     rollouts: list[str] = typer.Option(None, "--rollouts", help="Rollout JSONL file(s)."),
