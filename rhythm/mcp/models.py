@@ -142,10 +142,14 @@ class Explanation(BaseModel):
     model: str
     planned_at: str
     in_latest_plan: bool = Field(description="Whether it belongs to the latest plan stored for its day.")
+    context: str | None = Field(None, description=(
+        "Where the planner placed it: '<kind of day>/<position>' (after_night_shift, night_shift, work_day, "
+        "free_day / first_hours, before_commitment, late, open); null for blocks planned before contexts."))
     meters_before: dict[str, float | None] = Field(description="The meters the plan was made from (null: not observed).")
     answer: Answer | None = Field(description="The person's answer to this recommendation, if any.")
     answers_behind: list[Answer] = Field(
-        description="The person's answers in this kind of slot given before it was planned (the ones it weighed)."
+        description=("The person's answers in this slot on days of the same kind (and answers stored before "
+                     "contexts) given before it was planned: the ones it weighed in full.")
     )
     answers_by_action: list[ActionAnswers] = Field(description="Those answers counted per action.")
     cut: str | None = Field(None, description="Set when the answer was over the 1 MB budget: what was cut.")

@@ -288,7 +288,7 @@ def _commitments(db: Database, day: date, tz: tzinfo) -> list[dict[str, Any]]:
 # -- explain_recommendation --------------------------------------------------------------------
 def explain_recommendation(settings: Settings, recommendation_id: int) -> Explanation:
     """A recommendation with its evidence, expected effect, belief, times and the answers
-    behind it (the person's answers in that kind of slot before it was planned)."""
+    behind it (the person's answers in that slot on days of the same kind before it was planned)."""
     from storage import plans
 
     _need_database(settings)
@@ -302,7 +302,11 @@ def explain_recommendation(settings: Settings, recommendation_id: int) -> Explan
     block = _block(row, tz)
     created = row["created_at"]
     own = next((a for a in answers if a["id"] == row["id"]), None)
-    behind = [a for a in answers if a["slot"] == row["slot"] and a["at"] <= created and a["id"] != row["id"]]
+    # the answers the planner weighed in full: this slot, days of the same kind (answers on
+    # unlike days count a quarter there), and those stored before contexts (agent.day.objective)
+    kind = (row.get("context") or "").split("/")[0] or None
+    behind = [a for a in answers if a["slot"] == row["slot"] and a["at"] <= created and a["id"] != row["id"]
+              and (kind is None or not a.get("context") or a["context"].split("/")[0] == kind)]
     counts: dict[str, list[int]] = {}
     for a in behind:
         c = counts.setdefault(a["action"], [0, 0])
@@ -315,7 +319,8 @@ def explain_recommendation(settings: Settings, recommendation_id: int) -> Explan
                                  "expected_effect", "model")},
         day=row["local_day"].isoformat(),
         belief=_belief(row, "belief_"), belief_sd=_belief(row, "belief_sd_"),
-        planned_at=_utc(created), in_latest_plan=row["id"] in latest, meters_before=meters_before,
+        planned_at=_utc(created), in_latest_plan=row["id"] in latest, context=row.get("context"),
+        meters_before=meters_before,
         answer=_answer(own) if own else None,
         answers_behind=[_answer(a) for a in behind],
         answers_by_action=[
