@@ -102,6 +102,8 @@ class Homes:
         tz = ZoneInfo(p.zone)
         if p.name not in self.mapped:
             s = throwaway_home(self.root / "mapped", p.name, p.zone)
+            for source, path in getattr(p, "files", ()):  # the demo person: `rhythm import`'s path
+                jobs.import_file(s, source, path)
             with open_db(s.database) as db:
                 write_records(db, list(p.records))
             jobs.map_data(s, now=datetime.combine(p.last, clock(23), tz))
@@ -126,14 +128,14 @@ def night_shift_ends(p) -> list[datetime]:
     return sorted(out)
 
 
-def run_person(seed: int, days: int, homes: Homes, verbose: bool = False, tick=None) -> dict:
+def run_person(seed: int, days: int, homes: Homes, verbose: bool = False, tick=None, person=None) -> dict:
     from lab.people.shift_people import shift_person
     from lab.plan_check import check_day, model_ask, top_action
     from rhythm import jobs
     from rhythm.insights import find_insights
     from storage import open_db
 
-    p = shift_person(seed, plan_days=days)
+    p = person or shift_person(seed, plan_days=days)
     tz = ZoneInfo(p.zone)
     s = homes.home(p)
     row = {"person": p.name, "kind": p.kind, "lang": p.lang, "zone": p.zone, "days": len(p.plan_days),
@@ -201,6 +203,8 @@ def run_rule(rule: str, people: list, homes: Homes, base: float, tick=None) -> d
     fn = RULES[rule]
     n_days = max(len(p.plan_days) for p in people)
     per_day = [{"offered": 0, "accepted": 0, "offered_ns": 0, "accepted_ns": 0} for _ in range(n_days)]
+    # each person's own first and last EDGE_DAYS days (people may plan different numbers of days)
+    edges = {e: {"offered": 0, "accepted": 0, "offered_ns": 0, "accepted_ns": 0} for e in ("first", "last")}
     ignored: list[str] = []
     stored = 0
     for p in people:
@@ -221,11 +225,14 @@ def run_rule(rule: str, people: list, homes: Homes, base: float, tick=None) -> d
                 run.summary = {"answers": len(said)}
             for b in pd.blocks:
                 ok = said[b.id] == "accept"
-                per_day[i]["offered"] += 1
-                per_day[i]["accepted"] += ok
-                if b.action != "SLEEP":
-                    per_day[i]["offered_ns"] += 1
-                    per_day[i]["accepted_ns"] += ok
+                cells = [per_day[i]] + [edges[e] for e, on in (("first", i < EDGE_DAYS),
+                                                                ("last", i >= len(p.plan_days) - EDGE_DAYS)) if on]
+                for cell in cells:
+                    cell["offered"] += 1
+                    cell["accepted"] += ok
+                    if b.action != "SLEEP":
+                        cell["offered_ns"] += 1
+                        cell["accepted_ns"] += ok
                 if not ok and i >= len(p.plan_days) - EDGE_DAYS:
                     ignored.append(f"{p.name} {day} {b.action} {b.start.astimezone(tz):%a %H:%M}-"
                                    f"{b.end.astimezone(tz):%H:%M}")
@@ -238,7 +245,7 @@ def run_rule(rule: str, people: list, homes: Homes, base: float, tick=None) -> d
         off = sum(d[f"offered{key}"] for d in days)
         return None if not off else round(sum(d[f"accepted{key}"] for d in days) / off, 3)
 
-    first, last = per_day[:EDGE_DAYS], per_day[-EDGE_DAYS:]
+    first, last = [edges["first"]], [edges["last"]]
     return {"rule": rule, "people": [p.name for p in people], "days": n_days,
             "first_ns": share(first, "_ns"), "last_ns": share(last, "_ns"),
             "first_all": share(first, ""), "last_all": share(last, ""),
@@ -396,7 +403,7 @@ def report(saved: dict, results_md: Path | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lab.answer_rules import RULES
+    from lab.answer_rules import RULE_KINDS, RULES
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--people", type=int, default=30, help="generated people (the six kinds in turn)")
@@ -410,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rule-days", type=int, help="planned days per person under a rule (default --days)")
     ap.add_argument("--base-accept", type=float, default=1.0,
                     help="a block the rule accepts is accepted with this probability (seeded)")
+    ap.add_argument("--demo", action="store_true", help="also the demo person of `make demo` (the sample files, "
+                    "2025-03-10 .. 03-26), in the main table and under every rule but day_sleeper")
     ap.add_argument("--json", action="store_true", help="print JSON instead of markdown tables")
     ap.add_argument("--verbose", action="store_true", help="every finding on stderr")
     ap.add_argument("--results-md", type=Path, help="replace the 'Plan quality' section of this file")
@@ -428,21 +437,31 @@ def main(argv: list[str] | None = None) -> int:
     rule_days = args.rule_days or args.days
     t0 = time.time()
     rows, results = [], []
-    total = args.people * args.days + len(rules) * args.rule_people * rule_days
+    demo = None
+    if args.demo:
+        from lab.people.demo_person import demo_person
+
+        demo = demo_person()
+    n_demo = len(demo.plan_days) if demo else 0
+    total = (args.people * args.days + n_demo + len(rules) * args.rule_people * rule_days
+             + sum(n_demo for r in rules if r not in RULE_KINDS))
+    people = [(seed, None) for seed in range(args.seed, args.seed + args.people)] + ([(None, demo)] if demo else [])
     with tempfile.TemporaryDirectory(prefix="rhythm-plan-quality-") as tmp, Progress(total) as bar:
         homes = Homes(Path(tmp), args.backend)
-        for k, seed in enumerate(range(args.seed, args.seed + args.people)):
-            bar.describe(f"person {k + 1}/{args.people}")
-            row = run_person(seed, args.days, homes, args.verbose, bar.tick)
+        for k, (seed, person) in enumerate(people):
+            bar.describe(f"person {k + 1}/{len(people)}")
+            row = run_person(seed, args.days, homes, args.verbose, bar.tick, person=person)
             rows.append(row)
-            bar.line(f"[{k + 1}/{args.people}] {row['person']}: " + ", ".join(f"{c} {row[c]}" for c in COLUMNS)
+            bar.line(f"[{k + 1}/{len(people)}] {row['person']}: " + ", ".join(f"{c} {row[c]}" for c in COLUMNS)
                      + f", top {row['top_action']} {_pct(row['top_share'])}, repeated days {row['repeated_days']}, "
                        f"short alone {row['short_alone']}, vetoes {row['vetoes']}/{row['asks']} ({time.time() - t0:.0f} s)")
         main_seconds = time.time() - t0
         for rule in rules:
             bar.describe(f"rule {rule}")
-            res = run_rule(rule, rule_people(rule, args.rule_people, args.seed, rule_days), homes, args.base_accept,
-                           bar.tick)
+            who = rule_people(rule, args.rule_people, args.seed, rule_days)
+            if demo is not None and rule not in RULE_KINDS:  # day_sleeper is for night-shift people
+                who.append(demo)
+            res = run_rule(rule, who, homes, args.base_accept, bar.tick)
             results.append(res)
             bar.line(f"rule {rule}: non-SLEEP acceptance first {EDGE_DAYS} days {_acc(res['first_ns'])}, last "
                      f"{EDGE_DAYS} {_acc(res['last_ns'])} ({time.time() - t0:.0f} s)")
