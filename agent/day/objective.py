@@ -42,10 +42,10 @@ from agent.day.evidence import Fact, baseline
 from common.records import ACTIONS, SLOTS
 
 REPEAT_DAY = 1.6  # score cost of each repeat of an action within a day
-REPEAT_WEEK = 0.5  # ... of each block of it in the plans of the last six days
+REPEAT_WEEK = 0.6  # ... of each block of it in the plans of the last six days
 WEEK_DAYS = 6
 NOVEL_COST = 0.8  # an action not done in four weeks: its table prior is not evidence
-HABIT_WEIGHT = 3.0  # bonus per unit of habit share (the slot's most frequent action: ~0.5)
+HABIT_WEIGHT = 2.5  # bonus per unit of habit share (the slot's most frequent action: ~0.5)
 HABIT_MIN_DAYS = 5  # days of slot actions before a habit counts
 IGNORE_WEIGHT = 8.0  # score cost of an action at p(accept) 0 vs 0.5 in its context
 UNLIKE_WEIGHT = 0.25  # an answer on an unlike kind of day counts this much

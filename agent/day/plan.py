@@ -83,6 +83,7 @@ WORK = ("DEEP_WORK", "ADMIN_WORK", "LEARN")
 AT_WORK = ("DEEP_WORK", "ADMIN_WORK", "LEARN", "EXERCISE", "MEDITATE")
 CLEARLY_WORSE = 0.25  # a model's pick is refused below this share of the best-to-worst range
 MIN_EFFECT = 0.01
+FACTS_PER_BLOCK = 5  # the facts a block's evidence carries (its rationale says two)
 SHORT_MIN = 20  # a block this short ...
 LONE_WINDOW_MIN = 120  # ... alone in a free window this long is not a plan (a 15-minute meditation in a free morning)
 POSITIONS = ("first_hours", "before_commitment", "late", "open")
@@ -452,7 +453,9 @@ class DayPlanner:
             available["since"] = since
         # the person's own effects that speak for the action lead; one against it is said after
         own = dynamics_facts(action, ctx["departures"])
-        facts = ([f for f in own if not _against(f)] + facts_for(action, available)
+        # more facts than a rationale says (it says two): room for each block of the day to
+        # lead with one no other block says (distinct_reasons)
+        facts = ([f for f in own if not _against(f)] + facts_for(action, available, limit=FACTS_PER_BLOCK)
                  + [f for f in own if _against(f)])
         book, kind, name = ctx["book"], ctx["kind"], SLOTS[slot]
         where = f" {KIND_WORDS[kind]}" if (kind, name, action) in book.acts else ""
