@@ -119,6 +119,35 @@ def test_feedback_is_stored_replaced_and_used(settings):
     assert again.feedback_used == 1
 
 
+def test_each_block_is_stored_with_its_context_and_an_answer_carries_it(settings):
+    """Issue 37: where the planner placed a block (kind of day / position) is stored with it, so
+    an answer is counted where it was given."""
+    from storage import plans
+
+    plan = recommend(settings, day=DAY, now=_now(DAY, 8))
+    with open_db(settings.database, read_only=True) as db:
+        stored = dict(db.query("SELECT id, context FROM recommendations")[1])
+    kinds = {"after_night_shift", "night_shift", "work_day", "free_day"}
+    positions = {"first_hours", "before_commitment", "late", "open"}
+    for s in plan.slots:
+        if s.kind in ("day_sleep", "shift_nap"):
+            continue
+        kind, pos = stored[s.id].split("/")
+        assert kind in kinds and pos in positions
+    record_feedback(settings, plan.slots[0].id, "ignore")
+    with open_db(settings.database, read_only=True) as db:
+        (a,) = plans.answers(db)
+    assert a["context"] == stored[plan.slots[0].id]
+
+
+def test_the_model_may_only_name_what_the_slot_can_hold():
+    from agent.prompting import OUTPUT_GBNF, output_grammar
+
+    g = output_grammar(["DEEP_WORK", "EXERCISE"])
+    assert 'action ::= "DEEP_WORK" | "EXERCISE"\n' in g and "MEDITATE" not in g
+    assert output_grammar([]) == OUTPUT_GBNF == output_grammar(None)  # nothing known: every action
+
+
 def test_feedback_on_social_action_moves_the_social_belief(settings):
     base = recommend(settings, day=DAY, now=_now(DAY, 8)).belief[0]
     with open_db(settings.database) as db:
@@ -172,6 +201,8 @@ def test_local_gguf_backend_stays_inside_the_grammar(settings, tmp_path):
     assert plan.slots[0].model == f"llm:{path.name}" or any(path.name in n for n in plan.notes)
     assert not any("no valid answer" in n for n in plan.notes)
     assert all(slot.action in ACTIONS for slot in plan.slots)
+    # its grammar held it to what the slot can hold: never refused for want of time
+    assert plan.picks.get("model") in ACTIONS and not any("cannot hold" in n for n in plan.notes)
 
 
 def test_llm_backend_without_a_model_is_a_clear_error(settings, monkeypatch):
