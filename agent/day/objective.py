@@ -129,15 +129,15 @@ class AnswerBook:
         return acc, ign
 
     def repeat_scale(self) -> np.ndarray:
-        """(10,) per action: 1 - its share of accepts among its answers (Beta(1, 1)), doubled
-        and clipped to [0, 1]: no answers 1 (a repeat costs in full), accepted every time
-        about 0.3 after three (a creature of habit repeats what they accept)."""
+        """(10,) per action: (2 x (1 - p(accept)))^2 clipped to [0, 1], p from its answers
+        (Beta(1, 1)): no answers 1 (a repeat costs in full), accepted every time 0.16 after
+        three (a creature of habit repeats what they accept); mostly ignored: 1."""
         out = np.ones(len(ACTIONS))
         for i, a in enumerate(ACTIONS):
             acc = sum(v[0] for (k, s, x), v in self.acts.items() if x == a)
             ign = sum(v[1] for (k, s, x), v in self.acts.items() if x == a)
             if acc + ign:
-                out[i] = float(np.clip(2.0 * (1.0 - (acc + 1.0) / (acc + ign + 2.0)), 0.0, 1.0))
+                out[i] = float(np.clip(2.0 * (1.0 - (acc + 1.0) / (acc + ign + 2.0)), 0.0, 1.0)) ** 2
         return out
 
     def alike(self, kind: str, slot: str, action: str) -> tuple[float, float]:
