@@ -240,7 +240,7 @@ def since_fact(action: str, recent: Sequence[tuple[date, str, str]], day: date, 
         d, s = slot_of(e.start.replace(tzinfo=None))
         if day - timedelta(days=days) <= d <= day:
             seen.add((d, SLOT_NAMES[s]))
-    done = sorted(seen)
+    done = sorted(seen, key=lambda ds: (ds[0], SLOT_NAMES.index(ds[1])))  # slots in the day's order
     word = action.lower().replace("_", " ")
     if not done:
         return Fact("since", f"no {word} in your last {days} days", 1.5)

@@ -183,3 +183,12 @@ def test_the_bedtime_before_an_early_start_counts_the_dst_nights_lost_hour():
     assert elapsed_min(bed.start, start) >= 8 * 60 + 15 + 60
     assert bed.start == at(day, 20, 45)
     assert "07:00 start" in bed.rationale
+
+
+def test_the_last_time_is_the_latest_slot_of_the_day_not_the_first_by_name():
+    # Wednesday's morning and afternoon: the afternoon is the later one ("afternoon" sorts
+    # before "morning" by name)
+    day = DAY + timedelta(days=1)
+    recent = [(DAY, "morning", "LEARN"), (DAY, "afternoon", "LEARN"), (DAY - timedelta(days=2), "evening", "LEARN")]
+    f = since_fact("LEARN", recent, day)
+    assert f.text == f"last learn yesterday ({DAY:%a} afternoon)"
