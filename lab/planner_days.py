@@ -65,6 +65,9 @@ from training.planner_tune import FORMAT
 TIME_STREAM = 0x504C44
 #: When in each asked slot ``rhythm recommend`` runs (local hours, drawn uniformly).
 ASK_HOURS = {0: (6.0, 11.5), 1: (12.0, 17.0), 2: (18.0, 22.0)}
+#: Half the morning asks fall at the daily run (``morning_run_time``, 07:00 by default; the
+#: daemon's plan of the day, before the person is up): drawn in these hours instead.
+RUN_HOURS, RUN_SHARE = (6.0, 7.5), 0.5
 #: Share of people of lab.people.shift_people (the rest: lab.streams.synthetic_person).
 SHIFT_SHARE = 0.5
 
@@ -124,6 +127,9 @@ def ask_times(seed: int, days: list[date], tz: Any) -> list[tuple[date, int, dat
     out = []
     for d in days:
         for slot, (lo, hi) in ASK_HOURS.items():
+            at_run = rng.random() < RUN_SHARE
+            if slot == 0 and at_run:
+                lo, hi = RUN_HOURS
             minutes = int(round(rng.uniform(lo, hi) * 60 / 5) * 5)
             out.append((d, slot, datetime.combine(d, clock(0), tz) + timedelta(minutes=minutes)))
     return out
