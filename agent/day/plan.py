@@ -479,30 +479,32 @@ class DayPlanner:
 
 def distinct_reasons(blocks: list[Block]) -> list[Block]:
     """No reason twice in a day: a block's rationale says only facts no other block of the
-    day says (the blocks with the fewest facts choose first; its evidence keeps every fact,
-    those it says first; with none left, the block's head and expected effect speak alone),
-    and is rebuilt from them."""
+    day says, and is rebuilt from them. The blocks with the fewest facts choose first: each
+    takes a lead fact of its own, then, in a second round, a second one if one is left (two
+    blocks with the same two facts lead with one each); its evidence keeps every fact, those
+    it says first; with none left, the block's head and expected effect speak alone."""
     shown: set[str] = set()
-    out = []
-    # a day sleep says its own sentence; then the blocks with the fewest facts choose first
-    # (a bedtime has few), so each leads with one of its own where the facts allow
-    for b in blocks:
+    for b in blocks:  # a day sleep says its own sentence
         if getattr(b, "_parts", None) is None:
             shown.update(b.evidence[:2])
-    for b in sorted(blocks, key=lambda b: (getattr(b, "_parts", None) is not None,
-                                           len(b._parts[1]) if getattr(b, "_parts", None) else 0, b.start)):
-        parts = getattr(b, "_parts", None)
-        if parts is None:
-            out.append(b)
-            continue
-        placement, facts, effect, bed_reason, novel = parts
-        said = [f for f in facts if f.text not in shown][:2]
-        order = said + [f for f in facts if f not in said]
-        b = replace(b, rationale=_rationale(b.action, placement, said, effect, bed_reason, novel),
-                    evidence=[f.text for f in order])
-        b._parts = (placement, order, effect, bed_reason, novel)
-        shown.update(f.text for f in said)
-        out.append(b)
+    mine = sorted((b for b in blocks if getattr(b, "_parts", None) is not None),
+                  key=lambda b: (len(b._parts[1]), b.start))
+    said: dict[int, list[Fact]] = {id(b): [] for b in mine}
+    for _round in range(2):
+        for b in mine:
+            fresh = next((f for f in b._parts[1] if f.text not in shown), None)
+            if fresh is not None:
+                said[id(b)].append(fresh)
+                shown.add(fresh.text)
+    out = [b for b in blocks if getattr(b, "_parts", None) is None]
+    for b in mine:
+        placement, facts, effect, bed_reason, novel = b._parts
+        lead = said[id(b)]
+        order = lead + [f for f in facts if f not in lead]
+        nb = replace(b, rationale=_rationale(b.action, placement, lead, effect, bed_reason, novel),
+                     evidence=[f.text for f in order])
+        nb._parts = (placement, order, effect, bed_reason, novel)
+        out.append(nb)
     out.sort(key=lambda b: b.start)
     return out
 
