@@ -217,7 +217,19 @@ def facts_for(action: str, available: Mapping[str, Fact], limit: int = 3) -> lis
     return out
 
 
+#: the key of a fitted-effect fact that says the action lowers a meter (said after the facts for it)
+AGAINST = "dynamics_against"
+
 SINCE_ACTIONS = ("EXERCISE", "MEDITATE", "FAMILY_TIME", "SOCIALIZE", "ME_TIME", "LEARN", "DEEP_WORK")
+
+
+def done_event(e: Any) -> bool:
+    """Whether a calendar event (agent.day.CalendarEvent) is something the person did: it has
+    an action, counts as done (not a hold), is timed, not Rhythm's own block, not cancelled and
+    not declined."""
+    return bool(e.action and e.done and not e.all_day and not e.rhythm_block
+                and (e.status or "confirmed").lower() != "cancelled"
+                and (e.self_response or "").lower() != "declined")
 
 
 def since_fact(action: str, recent: Sequence[tuple[date, str, str]], day: date, days: int = 14,
@@ -231,9 +243,7 @@ def since_fact(action: str, recent: Sequence[tuple[date, str, str]], day: date, 
         return None
     seen = {(d, s) for d, s, a in recent if a == action and day - timedelta(days=days) <= d < day}
     for e in events:
-        if (e.action != action or not e.done or e.all_day or e.rhythm_block
-                or (e.status or "confirmed").lower() == "cancelled"
-                or (e.self_response or "").lower() == "declined"):
+        if e.action != action or not done_event(e):
             continue
         if before is not None and e.end > before:
             continue
@@ -260,7 +270,8 @@ def dynamics_facts(action: str, departures: Sequence[Mapping]) -> list[Fact]:
         if d["action"] != action:
             continue
         word = METER_WORDS.get(d["meter"], d["meter"])
-        out.append(Fact("dynamics", f"your data: {action} leaves your {word} {d['fitted']:+.2f} "
+        out.append(Fact(AGAINST if d["fitted"] < 0 else "dynamics",
+                        f"your data: {action} leaves your {word} {d['fitted']:+.2f} "
                         f"(the table: {d['table']:+.2f}; seen {d['n']} times)",
                         2.0 + abs(d["fitted"] - d["table"]) * 10.0))
     return out[:2]

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from agent.day.calendar import DayFrame, elapsed_min
-from agent.day.evidence import Fact, baseline
+from agent.day.evidence import Fact, baseline, done_event
 from common.records import ACTIONS, SLOTS
 
 REPEAT_DAY = 1.6  # score cost of each repeat of an action within a day
@@ -198,10 +198,7 @@ def done_actions(recent: Sequence[tuple[date, str, str]], events: Sequence[Any],
     events (not holds, not Rhythm's own blocks)."""
     out = {a for d, _s, a in recent if day - timedelta(days=days) <= d < day}
     for e in events:
-        if (e.action and e.done and not e.all_day and not e.rhythm_block
-                and (e.status or "confirmed").lower() != "cancelled"
-                and (e.self_response or "").lower() != "declined"
-                and day - timedelta(days=days) <= e.start.date() < day):
+        if done_event(e) and day - timedelta(days=days) <= e.start.date() < day:
             out.add(e.action)
     return out
 

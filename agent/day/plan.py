@@ -46,6 +46,7 @@ from agent.day.calendar import (
     slot_window,
 )
 from agent.day.evidence import (
+    AGAINST,
     Fact,
     PersonFacts,
     belief_facts,
@@ -193,11 +194,6 @@ def _short_alone(p: Placement) -> bool:
     return p.minutes <= SHORT_MIN and p.window.minutes >= LONE_WINDOW_MIN
 
 
-def _against(f: Fact) -> bool:
-    """A fitted-effect fact that says the action lowers a meter ("leaves your cognition -0.20")."""
-    return " leaves your " in f.text and " -0." in f.text.split("(the table")[0]
-
-
 def _exercise_helps(dynamics: Any, contradicted: frozenset[tuple[str, str]]) -> bool:
     """Whether this person's own fitted dynamics say exercise raises their vitality (then a
     poor-recovery day does not rule a workout out)."""
@@ -250,6 +246,8 @@ class DayPlanner:
         allowed: dict[int, set[int]] = {}
         open_slots: list[int] = []  # positions of today that get a recommendation
         habit = habit_shares(x.recent_actions, x.day)
+        # the positions of today's slots the person keeps ignoring, whatever is offered there
+        avoided = {s: {pos for pos in POSITIONS if book.avoided(kind_today, SLOTS[s], pos)} for s in range(len(SLOTS))}
         for p, (d, s) in enumerate(slots):
             frame = today if d == x.day else tomorrow
             if s in frame.fixed:
@@ -267,7 +265,7 @@ class DayPlanner:
                 candidates = AT_WORK
             if gate:
                 candidates = tuple(c for c in candidates if c != "EXERCISE")
-            avoid = {pos for pos in POSITIONS if book.avoided(kind_today, SLOTS[s], pos)}
+            avoid = avoided[s]
             holds, short = set(), set()
             for name in candidates:
                 pl = place(frame, s, name, lengths=lengths, ok=_ok(frame, avoid))
@@ -281,9 +279,10 @@ class DayPlanner:
                 # free time, but only where the person keeps ignoring what is offered
                 mine = max(habit.get(SLOTS[s], {}).items(), key=lambda kv: kv[1], default=("ME_TIME", 0.0))[0]
                 forced[p] = ACTIONS.index(mine)
-                _p, acc, ign = book.time_p(kind_today, SLOTS[s], sorted(avoid)[0])
+                where = sorted(avoid)[0]
+                _p, acc, ign = book.time_p(kind_today, SLOTS[s], where)
                 notes.append(f"{SLOTS[s]}: you ignored {ign:.0f} of {acc + ign:.0f} suggestions "
-                             f"{POSITION_WORDS[sorted(avoid)[0]]} {KIND_WORDS[kind_today]}: none offered then")
+                             f"{POSITION_WORDS[where]} {KIND_WORDS[kind_today]}: none offered then")
             elif short:  # only a short block fits: it is not alone in a long free window
                 allowed[p] = short
                 open_slots.append(p)
@@ -374,8 +373,7 @@ class DayPlanner:
         dp._ctx = {"model": model, "plan": plan, "meters": meters, "slot0": slot0, "slots": slots,
                    "allowed": allowed, "penalty": penalty, "available": available, "night": night,
                    "bed_reason": bed_reason, "book": book, "kind": kind_today, "info": info, "departures": departures,
-                   "variety": variety, "lengths": lengths, "avoid": {s: {pos for pos in POSITIONS
-                   if book.avoided(kind_today, SLOTS[s], pos)} for s in range(len(SLOTS))}, "done": done}
+                   "variety": variety, "lengths": lengths, "avoid": avoided, "done": done}
         for p in open_slots:
             block = self._block(dp, p, ACTIONS[int(plan[p])], "planner")
             if block is not None:
@@ -455,8 +453,8 @@ class DayPlanner:
         own = dynamics_facts(action, ctx["departures"])
         # more facts than a rationale says (it says two): room for each block of the day to
         # lead with one no other block says (distinct_reasons)
-        facts = ([f for f in own if not _against(f)] + facts_for(action, available, limit=FACTS_PER_BLOCK)
-                 + [f for f in own if _against(f)])
+        facts = ([f for f in own if f.key != AGAINST] + facts_for(action, available, limit=FACTS_PER_BLOCK)
+                 + [f for f in own if f.key == AGAINST])
         book, kind, name = ctx["book"], ctx["kind"], SLOTS[slot]
         where = f" {KIND_WORDS[kind]}" if (kind, name, action) in book.acts else ""
         acc, ign = book.alike(kind, name, action)
