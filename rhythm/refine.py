@@ -112,7 +112,12 @@ def collect(db: Database, settings: Settings, fmt: str) -> RefineData:
         except ValueError:  # nothing the model could read at that decision
             skipped += 1
             continue
-        examples.append(Example(prompt, format_output(t.action, t.belief)))
+        # a typed answer weighs 1; one read from the data its confidence (storage.plans.answers)
+        weight = 1.0 if f.get("source", "explicit") == "explicit" else float(f.get("confidence", 1.0))
+        if weight <= 0.0:  # the data could not tell at all: nothing to learn from
+            skipped += 1
+            continue
+        examples.append(Example(prompt, format_output(t.action, t.belief), weight))
         changed += t.changed
     b = belief.belief()
     return RefineData(examples, len(usable), skipped, changed, (float(b[0]), float(b[1]), float(b[2])))

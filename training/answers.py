@@ -33,6 +33,7 @@ class Example:
 
     prompt: str
     answer: str
+    weight: float = 1.0  # how hard the example pulls: 1 for a typed answer, an implicit one its confidence
 
 
 @dataclass
@@ -94,6 +95,8 @@ def refine_gguf(
     s = settings or RefineSettings()
     if not examples:
         raise ValueError("no examples to refine on")
+    if any(not 0.0 < float(ex.weight) <= 1.0 for ex in examples):
+        raise ValueError("an example's weight is outside (0, 1]")
     seed_everything(s.seed)
     torch.set_num_threads(s.threads)
     base = Path(base)
@@ -121,7 +124,8 @@ def refine_gguf(
     for step in range(1, s.steps + 1):
         batch = rng.choice(len(encoded), size=min(s.batch_size, len(encoded)), replace=False)
         opt.zero_grad(set_to_none=True)
-        loss = sum(_answer_loss(inner, *encoded[i]) for i in batch) / len(batch)
+        # an answer read from the data pulls by its confidence (rhythm.refine gives the weights)
+        loss = sum(float(examples[i].weight) * _answer_loss(inner, *encoded[i]) for i in batch) / len(batch)
         loss.backward()
         opt.step()
         steps = step

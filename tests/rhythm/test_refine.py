@@ -97,3 +97,27 @@ def test_a_v4_base_gets_examples_with_the_filter_of_each_answered_slot(settings)
         lines = b.prompt.split("\n")
         steps = [x for x in lines if x.split(":")[0] in ("morning", "afternoon", "evening", "night")]
         assert sum(x.startswith("b ") for x in lines) == len(steps)  # one before each slot
+
+
+@pytest.mark.slow
+def test_an_answer_read_from_the_data_pulls_by_its_confidence(settings):  # noqa: F811
+    """Typed answers weigh 1 in refining; an implicit one (no typed answer) its confidence;
+    a typed answer on the same block wins and weighs 1."""
+    from datetime import UTC, datetime
+
+    from rhythm.refine import collect
+    from storage.implicit import replace_judgements
+
+    plans = [recommend(settings, now=_now(DAY - timedelta(days=k), 6)) for k in (2, 1)]
+    typed, read = plans[0].slots, plans[1].slots
+    for s in typed:
+        record_feedback(settings, s.id, "accept")
+    judged = [{"recommendation_id": s.id, "response": "ignore", "source": "implicit",
+               "evidence": ["no workout near it"], "confidence": 0.6, "moved": None} for s in [*read, typed[0]]]
+    with open_db(settings.database) as db, db.transaction():
+        replace_judgements(db, [j["recommendation_id"] for j in judged], judged, at=datetime.now(UTC))
+    with open_db(settings.database, read_only=True) as db:
+        data = collect(db, settings, "rhythm v4")
+    weights = sorted(ex.weight for ex in data.examples)
+    assert data.answers == len(typed) + len(read)
+    assert weights.count(1.0) == len(typed) and weights.count(0.6) == len(read) - (data.skipped or 0)

@@ -75,3 +75,11 @@ def test_no_examples_is_an_error(tmp_path):
 
     with pytest.raises(ValueError, match="no examples"):
         refine_gguf(simulator_student_path(), [], tmp_path)
+
+
+@pytest.mark.parametrize("weight", [0.0, -0.5, 1.5])
+def test_an_example_weight_outside_zero_one_is_refused(tmp_path, weight):
+    from training.answers import Example, refine_gguf
+
+    with pytest.raises(ValueError, match="weight"):
+        refine_gguf(simulator_student_path(), [Example("rhythm v1\n", "a=0", weight)], tmp_path / "out")
