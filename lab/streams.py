@@ -250,11 +250,12 @@ def synthetic_person(seed: int, days: int | None = None) -> Person:
     return Person(name, zone, last, recs)
 
 
-def throwaway_home(root: Path, name: str, zone: str):
-    """Settings of a fresh home ``root/name`` in ``zone`` (the Bayesian backend)."""
+def throwaway_home(root: Path, name: str, zone: str, **overrides: Any):
+    """Settings of a fresh home ``root/name`` in ``zone`` (the Bayesian backend), with any
+    other settings in ``overrides`` (a loopback server's URLs)."""
     from rhythm.settings import init_home, load_settings
 
-    s = load_settings(home=root / name, env={}, timezone=zone, agent_backend="bayes")
+    s = load_settings(home=root / name, env={}, timezone=zone, agent_backend="bayes", **overrides)
     init_home(s)
     return s
 

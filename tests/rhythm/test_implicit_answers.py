@@ -236,8 +236,7 @@ def test_config_set_turns_implicit_answers_off(rhythm_home, run_cli):
     assert load_settings().implicit_answers is False
 
 
-@pytest.mark.slow
-def test_the_benchmark_runs_a_person_through_the_product(monkeypatch):
+def _bench(monkeypatch):
     import importlib.util
     import sys
     from pathlib import Path
@@ -247,8 +246,28 @@ def test_the_benchmark_runs_a_person_through_the_product(monkeypatch):
     bench = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "bench_implicit", bench)  # its dataclasses look themselves up
     spec.loader.exec_module(bench)
-    got = bench.main(bench.Args(people=1, days=4, history_days=21, seed=3, modes=("implicit",)))
+    return bench
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_a_person_through_the_product(monkeypatch):
+    bench = _bench(monkeypatch)
+    got = bench.main(bench.Args(people=1, days=4, history_days=21, seed=3, modes=("implicit",), google_every=0))
     classes = got["implicit"]["classes"]
     assert sum(c["blocks"] for c in classes.values()) >= 8
     judged = [c for c in classes.values() if c["judged"]]
     assert judged and all(c["precision"] >= 0.5 for c in judged)
+
+
+@pytest.mark.slow
+def test_the_benchmark_person_acts_on_her_blocks_in_the_loopback_google_calendar(monkeypatch):
+    """Plans pushed each morning, blocks deleted and dragged there, the calendar synced before
+    `rhythm map`: the deletions and moves come back as answers from the calendar."""
+    bench = _bench(monkeypatch)
+    got = bench.main(bench.Args(people=1, days=5, history_days=21, seed=1, modes=("implicit",), google_every=1))
+    g = got["implicit"]["google"]
+    assert g["people"] == 1 and g["deleted"] + g["moved"] >= 2
+    judged = [c for c in g["classes"].values() if c["judged"]]
+    assert judged and all(c["precision"] >= 0.8 for c in judged)
+    # a deleted block is judged: recall is not bounded by what devices see
+    assert sum(c["judged"] for c in judged) >= sum(c["blocks"] for c in g["classes"].values()) * 0.6
