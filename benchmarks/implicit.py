@@ -8,7 +8,8 @@ hidden rules about which blocks they do (a few actions they like and do most of 
 rest rarely; a real bedtime of their own, and a suggested one only followed when it is within
 30 minutes of it); the generator writes what they did into their wearable data and calendar
 (a workout near the block, the night's sleep onset, an event of that class, completed tasks)
-next to the device's own samples of that day; then ``rhythm map`` (rhythm.jobs.map_data)
+next to the device's own samples of that day, and their calendar's events of the day come
+in as an exported .ics (``rhythm import ics``); then ``rhythm map`` (rhythm.jobs.map_data)
 judges the blocks. Run twice per person: with zero typed answers (``implicit``) and with a
 typed answer to every block (``explicit``).
 
@@ -38,7 +39,7 @@ import tempfile
 import time as clock
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -232,8 +233,11 @@ def _live(seed: int, args: Args, root: Path, mode: str, g: Any) -> tuple[Outcome
         wake = onset + timedelta(hours=rules.sleep_h)
         recs.append(SleepSession(src, f"live-{seed}-{day}", onset, wake, wake.astimezone(tz).date(),
                                  sleep_min=rules.sleep_h * 60 - 20, in_bed_min=rules.sleep_h * 60))
+        events = [r for r in recs if isinstance(r, Event)]
         with open_db(settings.database) as db:
-            write_records(db, recs)
+            write_records(db, [r for r in recs if not isinstance(r, Event)])
+        if events:  # the person's calendar, exported and imported as people do
+            jobs.import_file(settings, "ics", write_ics(root / f"{name}-{day}.ics", events))
         if mode == "explicit":
             for rid, did in out.truth.items():
                 if out.day_of[rid] == k + 1:
@@ -248,6 +252,26 @@ def _live(seed: int, args: Args, root: Path, mode: str, g: Any) -> tuple[Outcome
     with open_db(settings.database, read_only=True) as db:
         judged = {int(r["recommendation_id"]): (r["response"], float(r["confidence"])) for r in implicit_answers(db)}
     return out, judged
+
+
+def write_ics(path: Path, events: list[Event]) -> Path:
+    """``events`` as an iCalendar file (UTC times), as a calendar app exports them."""
+    import icalendar
+
+    cal = icalendar.Calendar()
+    cal.add("prodid", "-//rhythm benchmarks//implicit//EN")
+    cal.add("version", "2.0")
+    cal.add("x-wr-calname", "primary")
+    for e in events:
+        ev = icalendar.Event()
+        ev.add("uid", e.event_id)
+        ev.add("summary", e.title or "")
+        ev.add("dtstart", e.start_ts.astimezone(UTC))
+        ev.add("dtend", e.end_ts.astimezone(UTC))
+        ev.add("dtstamp", e.start_ts.astimezone(UTC))
+        cal.add_component(ev)
+    path.write_bytes(cal.to_ical())
+    return path
 
 
 def did_records(s: Any, src: str, tz: ZoneInfo, rng: np.random.Generator, seed: int) -> list[Any]:

@@ -10,7 +10,7 @@ and nothing for a block it cannot:
 | SLEEP bedtime / early night | the main sleep's onset within 30 min of the suggested time (or earlier) | the onset 60 min or more later (confidence rising with the distance) |
 | SLEEP nap | a nap (or any sleep) overlapping the block | never (devices miss naps) |
 | SLEEP sleep in | the night's sleep ends 30 min or more into the block | the person was up before the block began |
-| FAMILY_TIME, SOCIALIZE, LEARN, MEDITATE | an event of theirs of that class in or within 60 min of the block | never from data alone (a calendar does not show everything) |
+| FAMILY_TIME, SOCIALIZE, LEARN, MEDITATE | an event of theirs of that class in or within 60 min of the block | the person keeps that class in their calendar (4+ events of theirs in the 28 days before), the calendar was read (imported or synced) after the block, and no such event is near it (confidence 0.5: doubtful, offered for review) |
 | DEEP_WORK, ADMIN_WORK | a completed task or a focus event (DEEP_WORK/ADMIN_WORK) in the block (lower confidence) | never from data alone |
 
 Never a rejection of the person: when the block's time went to another action of theirs
@@ -42,6 +42,8 @@ SLEEP_IN_MIN = 30
 MOVED_MIN = 15  # a pushed block moved by at least this much: the person chose another time
 DEVICE_WORKOUTS_DAYS = 28
 CALENDAR_ACTIONS = ("FAMILY_TIME", "SOCIALIZE", "LEARN", "MEDITATE")
+KEEPS_MIN = 4  # events of a class in the last 28 days: the person keeps that class in their calendar
+ABSENT_CONFIDENCE = 0.5  # no event where one would be: an ignore, but doubtful (the person may not log it)
 WORK_ACTIONS = ("DEEP_WORK", "ADMIN_WORK")
 
 
@@ -93,6 +95,7 @@ class Seen:
     pushed: dict[int, Pushed] = field(default_factory=dict)  # recommendation id -> pushed
     rhythm_events: dict[str, Span] = field(default_factory=dict)  # Rhythm's events now stored, by id
     calendar_synced_at: datetime | None = None  # the last successful Google sync
+    calendar_read_at: datetime | None = None  # the person's calendar last imported or synced
 
 
 @dataclass(frozen=True)
@@ -244,7 +247,16 @@ def _sleep(b: Block, seen: Seen, tz: tzinfo | None) -> Judgement | None:
 def _calendar_action(b: Block, seen: Seen, tz: tzinfo | None) -> Judgement | None:
     near = [(e, _gap_min(e, b)) for e in seen.events if e.what == b.action and _gap_min(e, b) <= NEAR_MIN]
     if not near:
-        return None
+        if seen.calendar_read_at is None or seen.calendar_read_at < b.end:
+            return None  # the calendar was not read since: a missing event says nothing yet
+        kept = sum(1 for e in seen.events if e.what == b.action
+                   and b.start - timedelta(days=DEVICE_WORKOUTS_DAYS) <= e.start < b.start)
+        if kept < KEEPS_MIN or _elsewhere(b, seen, tz):
+            return None  # they may not log it; or they did something else of theirs instead
+        return Judgement(b.id, "ignore", "implicit",
+                         (f"no {b.action} event of yours near {_hm(b.start, tz)}-{_hm(b.end, tz)}, "
+                          f"though you keep them in your calendar ({kept} in {DEVICE_WORKOUTS_DAYS} days)",),
+                         ABSENT_CONFIDENCE)
     e, gap = min(near, key=lambda x: x[1])
     return Judgement(b.id, "accept", "implicit",
                      (f"{b.action} event {_hm(e.start, tz)}-{_hm(e.end, tz)}",), 0.85 if gap == 0 else 0.7)

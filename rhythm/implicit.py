@@ -36,6 +36,7 @@ def seen_for(db: Database, blocks: list[Block]) -> Seen:
         # one synced (or not synced yet), so a missing event says nothing
         synced = None
     until = stored.data_until(db)
+    read = stored.calendar_read_at(db)
     return Seen(
         workouts=[Span(_aware(s), _aware(e), sport, source=src) for s, e, sport, src in rows["workouts"]],
         sleeps=[Span(_aware(s), _aware(e), "nap" if nap else "main", source=src) for s, e, nap, src in rows["sleeps"]],
@@ -46,6 +47,7 @@ def seen_for(db: Database, blocks: list[Block]) -> Seen:
         pushed=pushed,
         rhythm_events=rhythm,
         calendar_synced_at=_aware(synced) if synced else None,
+        calendar_read_at=_aware(read) if read else None,
     )
 
 

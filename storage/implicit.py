@@ -72,6 +72,16 @@ def calendar_synced_at(db: Database, source: str = "google") -> datetime | None:
     ).fetchone()[0]
 
 
+def calendar_read_at(db: Database) -> datetime | None:
+    """When the person's calendar was last read: an .ics import or a Google sync that worked."""
+    vals = [
+        db.con.execute("SELECT max(finished_at) FROM runs WHERE kind = 'import' AND source = 'ics' AND ok").fetchone()[0],
+        calendar_synced_at(db),
+    ]
+    vals = [v for v in vals if v is not None]
+    return max(vals) if vals else None
+
+
 def record_pushed(db: Database, calendar_id: str, blocks: Iterable[Mapping[str, Any]], removed: Sequence[str],
                   at: datetime) -> None:
     """After a push: the blocks now in the calendar (key, recommendation_id, event_id, start,

@@ -101,8 +101,34 @@ def test_calendar_visible_actions_by_an_event_of_that_class(action):
     near = Seen(events=[Span(at(18, 30), at(20, 0), action)])
     other = Seen(events=[Span(at(18, 30), at(20, 0), "DEEP_WORK" if action != "DEEP_WORK" else "LEARN")])
     assert judge_block(b, near, TZ).response == "accept"
-    assert judge_block(b, other, TZ) is None  # never an ignore from a calendar alone
+    assert judge_block(b, other, TZ) is None  # the calendar was never read after the block
     assert judge_block(b, Seen(data_until=LATER), TZ) is None
+
+
+def _kept(action: str, n: int) -> list[Span]:
+    """``n`` events of ``action`` of the person's in the weeks before DAY."""
+    return [Span(at(19, 0, -2 - 3 * k), at(20, 30, -2 - 3 * k), action) for k in range(n)]
+
+
+@pytest.mark.parametrize("action", ["FAMILY_TIME", "SOCIALIZE", "LEARN", "MEDITATE"])
+def test_no_event_where_the_person_keeps_them_is_a_doubtful_ignore(action):
+    """A person who keeps this class in their calendar (4+ in 28 days), a calendar read after
+    the block, and nothing of it near: an ignore at confidence 0.5, saying why."""
+    from mapping.judge import ABSENT_CONFIDENCE, KEEPS_MIN
+
+    b = Block(4, action, "block", at(18, 0), at(19, 30))
+    j = judge_block(b, Seen(events=_kept(action, KEEPS_MIN), calendar_read_at=LATER), TZ)
+    assert j is not None and (j.response, j.source, j.confidence) == ("ignore", "implicit", ABSENT_CONFIDENCE)
+    assert f"{KEEPS_MIN} in 28 days" in j.evidence[0] and "18:00-19:30" in j.evidence[0]
+    # unknown: too few kept, the calendar not read since the block, or something else of theirs instead
+    assert judge_block(b, Seen(events=_kept(action, KEEPS_MIN - 1), calendar_read_at=LATER), TZ) is None
+    assert judge_block(b, Seen(events=_kept(action, 6), calendar_read_at=at(18, 30)), TZ) is None
+    assert judge_block(b, Seen(events=_kept(action, 6), calendar_read_at=None), TZ) is None
+    instead = Span(at(17, 45), at(19, 30), "EXERCISE" if action != "EXERCISE" else "LEARN")
+    assert judge_block(b, Seen(events=[*_kept(action, 6), instead], calendar_read_at=LATER), TZ) is None
+    # events older than 28 days say nothing about what the person keeps now
+    old = [Span(at(19, 0, -30 - k), at(20, 0, -30 - k), action) for k in range(6)]
+    assert judge_block(b, Seen(events=old, calendar_read_at=LATER), TZ) is None
 
 
 def test_work_blocks_by_tasks_or_focus_events_with_lower_confidence():
