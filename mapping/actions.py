@@ -245,15 +245,24 @@ def _word_hits(rules: KeywordRules, w: str) -> list[Keyword]:
     hits.extend(k for k in rules.suffixes if w.endswith(k.words[0]))
     if w in rules.words or len(w) < rules.compound_min_word:
         return hits
+    # the longest part that is a keyword wins at each end, as the longest phrase does:
+    # "bibelkreis" ends in "kreis", not in "reis" (a trip in Dutch)
     rest = rules.compound_min_rest
     for i in range(rest, len(w) - rest + 1):
-        left, right = w[:i], w[i:]
-        hits.extend(_whole(rules, right, part=True))
+        right = _whole(rules, w[i:], part=True)
+        if right:
+            hits.extend(right)
+            break
+    for i in range(len(w) - rest, rest - 1, -1):
+        left = []
         for cut in ("", *rules.links):
-            if left.endswith(cut):
-                stem = left[: len(left) - len(cut)]
-                hits.extend(k for k in rules.words.get(stem, ()) if len(stem) >= rules.compound_min_keyword
+            if w[:i].endswith(cut):
+                stem = w[: i - len(cut)]
+                left.extend(k for k in rules.words.get(stem, ()) if len(stem) >= rules.compound_min_keyword
                             and not k.exact)
+        if left:
+            hits.extend(left)
+            break
     return hits
 
 
