@@ -24,7 +24,8 @@ purpose, instead of a low-confidence guess.
 
 Matching is word-based on lower-cased text without accents (ß -> ss), with endings,
 prefixes, suffixes, phrases (the longest wins and uses up its words) and two-part German
-compounds ("Chorprobe", "Fußballtraining", "Teammeeting"); see keywords.toml.
+compounds ("Chorprobe", "Fußballtraining", "Teammeeting", "Schwimmverein" from schwimmen);
+see keywords.toml.
 
 ``slot_action`` decides one action per slot with the precedence of rules.toml
 [slot_actions]: sleep > workout > mindful session > the dominant classified calendar events >
@@ -116,6 +117,7 @@ class KeywordRules:
     weak_order: tuple[str, ...]
     endings: tuple[str, ...]
     links: tuple[str, ...]
+    verb_endings: tuple[str, ...]  # a compound's first part may be a verb's stem: "schwimm" + "en"
     compound_min_word: int
     compound_min_keyword: int
     compound_min_rest: int
@@ -201,6 +203,7 @@ def parse_rules(doc: Mapping[str, Any]) -> KeywordRules:
         weak_order=orders[1],
         endings=tuple(cfg["endings"]),
         links=tuple(cfg["compound_links"]),
+        verb_endings=tuple(cfg.get("compound_verb_endings", ())),
         compound_min_word=int(cfg["compound_min_word"]),
         compound_min_keyword=int(cfg["compound_min_keyword"]),
         compound_min_rest=int(cfg["compound_min_rest"]),
@@ -245,15 +248,26 @@ def _word_hits(rules: KeywordRules, w: str) -> list[Keyword]:
     hits.extend(k for k in rules.suffixes if w.endswith(k.words[0]))
     if w in rules.words or len(w) < rules.compound_min_word:
         return hits
+    # the longest part that is a keyword wins at each end, as the longest phrase does:
+    # "bibelkreis" ends in "kreis", not in "reis" (a trip in Dutch)
     rest = rules.compound_min_rest
     for i in range(rest, len(w) - rest + 1):
-        left, right = w[:i], w[i:]
-        hits.extend(_whole(rules, right, part=True))
+        right = _whole(rules, w[i:], part=True)
+        if right:
+            hits.extend(right)
+            break
+    for i in range(len(w) - rest, rest - 1, -1):
+        left = []
         for cut in ("", *rules.links):
-            if left.endswith(cut):
-                stem = left[: len(left) - len(cut)]
-                hits.extend(k for k in rules.words.get(stem, ()) if len(stem) >= rules.compound_min_keyword
-                            and not k.exact)
+            if w[:i].endswith(cut):
+                stem = w[: i - len(cut)]
+                if len(stem) < rules.compound_min_keyword:
+                    continue
+                for form in (stem, *(stem + e for e in rules.verb_endings)):
+                    left.extend(k for k in rules.words.get(form, ()) if not k.exact)
+        if left:
+            hits.extend(left)
+            break
     return hits
 
 

@@ -240,11 +240,28 @@ def test_word_boundaries(title, action):
         ("Quartalsplanung", "ADMIN_WORK", {"planung"}),
         ("Yogakurs", "EXERCISE", {"yoga"}),
         ("Zahnarzttermin", None, {"zahnarzt"}),
+        # issue 40: a first part that is a verb's stem (schwimm-en, wander-n, turn-en)
+        ("Schwimmverein", "EXERCISE", {"schwimmen"}),
+        ("Wandergruppe", "EXERCISE", {"wandern"}),
+        ("Turnverein", "EXERCISE", {"turnen"}),
     ],
 )
 def test_german_compounds_are_read_as_their_parts(title, action, parts):
     c = classify_event(title)
     assert c.action == action and parts <= set(c.matched)
+
+
+@pytest.mark.parametrize(
+    ("title", "label", "part", "not_part"),
+    [
+        ("Bibelkreis", "SOCIALIZE", "kreis", "reis"),  # "reis" is a trip in Dutch
+        ("Landkreis Sitzung", "ADMIN_WORK", "sitzung", "reis"),
+    ],
+)
+def test_the_longest_keyword_at_a_compounds_end_wins(title, label, part, not_part):
+    c = classify_event(title)
+    assert c.label == label and part in c.matched
+    assert not_part not in {k.text for k in keyword_hits(title)}
 
 
 def test_a_phrase_uses_up_its_words():
