@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tests.mapping.labelled import (
     COMMUNITY_HELDOUT,
+    COMMUNITY_HELDOUT2,
     COMMUNITY_TUNE,
     DEV_SET,
     GOAL_COMMUNITY,
@@ -49,6 +50,7 @@ def none_recall(s: Score) -> tuple[int, int]:
 def section() -> str:
     test, dev = score(load(TEST_SET)), score(load(DEV_SET))
     held, tune = score(load(COMMUNITY_HELDOUT)), score(load(COMMUNITY_TUNE))
+    held2 = score(load(COMMUNITY_HELDOUT2))
     dev_langs = [*TEST_LANGUAGES, *sorted(set(dev.per_language) - set(TEST_LANGUAGES))]
     lines = [
         START,
@@ -61,10 +63,14 @@ def section() -> str:
         "",
         *language_table([("dev (tuned on)", dev)], dev_langs),
         "",
-        f"Community titles (issue 40: clubs, meetups, classes, appointments, errands), two splits written"
-        f" before the rules; tuned on `community_tune.csv` only, goal >= {GOAL_COMMUNITY:.2f} on the held-out split:",
+        f"Community titles (issue 40: clubs, meetups, classes, appointments, errands): tuned on"
+        f" `community_tune.csv` only, goal >= {GOAL_COMMUNITY:.2f} on a held-out split. The first held-out split"
+        f" was written with the first tune batch and read four times while the rules grew; the second"
+        f" (`community_heldout2.csv`) was written by a second author blind to the rules and the other splits,"
+        f" and measured once when the rules were frozen:",
         "",
-        *language_table([("community held out", held), ("community tune", tune)], TEST_LANGUAGES),
+        *language_table([("community held out 2 (blind)", held2), ("community held out 1", held),
+                         ("community tune", tune)], TEST_LANGUAGES),
         "",
     ]
     for name, s in (("test", test), ("dev", dev)):

@@ -166,16 +166,18 @@ def test_every_keyword_alone_gives_its_own_class():
 # --- issue 40: community titles, a tune split and a held-out split --------------------------
 
 
-def test_the_community_splits_are_apart_and_the_held_out_split_is_big_and_multilingual():
-    from tests.mapping.labelled import COMMUNITY_HELDOUT, COMMUNITY_TUNE
+@pytest.mark.parametrize("split", ["community_heldout.csv", "community_heldout2.csv"])
+def test_the_community_splits_are_apart_and_the_held_out_split_is_big_and_multilingual(split):
+    from tests.mapping.labelled import COMMUNITY_HELDOUT, COMMUNITY_HELDOUT2, COMMUNITY_TUNE, DATA
 
-    held, tune = load(COMMUNITY_HELDOUT), load(COMMUNITY_TUNE)
+    held, tune = load(DATA / split), load(COMMUNITY_TUNE)
+    other_held = load(COMMUNITY_HELDOUT2 if DATA / split == COMMUNITY_HELDOUT else COMMUNITY_HELDOUT)
     per_language = Counter(r.language for r in held)
     assert len(held) >= 150
     assert set(per_language) == set(TEST_LANGUAGES) and min(per_language.values()) >= 35
     titles = {r.title.strip().lower() for r in held}
     assert len(titles) == len(held)
-    others = {r.title.strip().lower() for r in [*tune, *TEST_ROWS, *DEV_ROWS]}
+    others = {r.title.strip().lower() for r in [*tune, *other_held, *TEST_ROWS, *DEV_ROWS]}
     assert not titles & others
 
 
@@ -185,3 +187,13 @@ def test_community_titles_held_out_stay_above_the_floor():
 
     assert score(load(COMMUNITY_HELDOUT)).accuracy >= 0.88
     assert score(load(COMMUNITY_TUNE)).accuracy >= 0.96
+
+
+def test_community_titles_of_the_second_held_out_split_meet_the_goal():
+    """Measured once when the rules were frozen: 0.925 on 266 titles (en 0.868, de 0.970,
+    es 0.926, fr 0.938); a vocabulary change must not take it under the goal."""
+    from tests.mapping.labelled import COMMUNITY_HELDOUT2, GOAL_COMMUNITY
+
+    held = score(load(COMMUNITY_HELDOUT2))
+    assert held.accuracy >= GOAL_COMMUNITY
+    assert all(ok / n >= 0.85 for ok, n in (held.per_language[lang] for lang in TEST_LANGUAGES))
