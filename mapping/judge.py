@@ -16,8 +16,9 @@ and nothing for a block it cannot:
 Never a rejection of the person: when the block's time went to another action of theirs
 (an event of theirs of another class over half the block), the block gets no judgement: doing something else useful instead is not an "ignore".
 
-A block pushed to Google Calendar (``Pushed``) adds what the person did to it, read back by
-the next sync: deleted (the event is gone, and the calendar was synced after the push) is an
+A block pushed to Google Calendar or exported to an .ics file (``Pushed``) adds what the person
+did to it, read back by the next sync or `rhythm import ics` of their calendar: deleted (the
+event is gone, and the calendar was read after the push) is an
 ignore (source ``calendar``); moved by 15 min or more is an accept at the other time, with the
 new time kept as a time preference (``moved``), and the data are read at the new time; kept
 and done is the data's accept. Only Rhythm's own events (by their marker) are ever read as
@@ -80,6 +81,7 @@ class Pushed:
     start: datetime
     end: datetime
     pushed_at: datetime
+    read_at: datetime | None = None  # the calendar holding it last read back (None: Seen.calendar_synced_at)
 
 
 @dataclass
@@ -124,7 +126,8 @@ def judge_block(b: Block, seen: Seen, tz: tzinfo | None = None) -> Judgement | N
     moved: tuple[datetime, datetime] | None = None
     calendar: Judgement | None = None
     p = seen.pushed.get(b.id)
-    if p is not None and seen.calendar_synced_at is not None and seen.calendar_synced_at > p.pushed_at:
+    read = None if p is None else (p.read_at or seen.calendar_synced_at)
+    if p is not None and read is not None and read > p.pushed_at:
         ev = seen.rhythm_events.get(p.event_id)
         if ev is None:
             calendar = Judgement(b.id, "ignore", "calendar",

@@ -26,15 +26,19 @@ def seen_for(db: Database, blocks: list[Block]) -> Seen:
     rows = stored.seen_rows(db, lo, hi)
     mine = [r for r in rows["events"] if not is_rhythm_event_id(r[3])]
     rhythm = {str(r[3]): Span(_aware(r[0]), _aware(r[1]), r[2]) for r in rows["events"]
-              if is_rhythm_event_id(r[3]) and r[4] == "google"}
+              if is_rhythm_event_id(r[3]) and r[4] in ("google", "calendar")}
+    rows_pushed = stored.pushed(db)
+    read_at: dict[str, datetime | None] = {"google": stored.calendar_synced_at(db), "ics": stored.ics_read_at(db)}
+    for kind in read_at:
+        mine_pushed = [p for p in rows_pushed if _kind(p["calendar_id"]) == kind]
+        if not any(p["event_id"] in rhythm for p in mine_pushed):
+            # none of Rhythm's blocks written there has come back: the calendar written to is
+            # not the one read (or not read yet), so a missing event says nothing
+            read_at[kind] = None
     pushed = {int(p["recommendation_id"]): Pushed(int(p["recommendation_id"]), p["event_id"], _aware(p["start_ts"]),
-                                                  _aware(p["end_ts"]), _aware(p["pushed_at"]))
-              for p in stored.pushed(db)}
-    synced = stored.calendar_synced_at(db)
-    if not any(p.event_id in rhythm for p in pushed.values()):
-        # none of Rhythm's pushed events has come back: the calendar written to is not the
-        # one synced (or not synced yet), so a missing event says nothing
-        synced = None
+                                                  _aware(p["end_ts"]), _aware(p["pushed_at"]),
+                                                  _aware(r) if (r := read_at[_kind(p["calendar_id"])]) else None)
+              for p in rows_pushed}
     until = stored.data_until(db)
     read = stored.calendar_read_at(db)
     return Seen(
@@ -46,9 +50,13 @@ def seen_for(db: Database, blocks: list[Block]) -> Seen:
         data_until=_aware(until) if until else None,
         pushed=pushed,
         rhythm_events=rhythm,
-        calendar_synced_at=_aware(synced) if synced else None,
         calendar_read_at=_aware(read) if read else None,
     )
+
+
+def _kind(calendar_id: str) -> str:
+    """Where a block went: an .ics file (read back by `rhythm import ics`) or a Google calendar."""
+    return "ics" if calendar_id == stored.ICS_CALENDAR else "google"
 
 
 def stored_days() -> int:

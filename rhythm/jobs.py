@@ -53,11 +53,46 @@ def import_file(
         from storage.writer import RecordWriter
 
         writer = RecordWriter(run.db, on_flush=on_flush)
+        seen = _RhythmEventsSeen() if source == "ics" else None
         for record in reader(path, progress=progress, **options):
             writer.add(record)
+            if seen is not None:
+                seen.add(record)
         writer.flush()
+        if seen is not None:
+            seen.forget_the_missing(run.db)
         run.summary = writer.summary.to_dict()
     return writer.summary
+
+
+class _RhythmEventsSeen:
+    """Rhythm's own events in an imported .ics calendar (issue 38): the file is a snapshot, so
+    Rhythm's events stored from an earlier import of that calendar, in the file's span and not
+    in it any more, were deleted by the person (storage.implicit.forget_missing_rhythm_events)."""
+
+    def __init__(self) -> None:
+        self.calendars: set[str] = set()
+        self.present: set[str] = set()
+        self.start: datetime | None = None
+        self.end: datetime | None = None
+
+    def add(self, record: Any) -> None:
+        from common.records import Event
+        from common.rhythm_blocks import is_rhythm_event_id
+
+        if not isinstance(record, Event):
+            return
+        self.start = record.start_ts if self.start is None else min(self.start, record.start_ts)
+        self.end = record.end_ts if self.end is None else max(self.end, record.end_ts)
+        self.calendars.add(record.calendar_id)
+        if is_rhythm_event_id(record.event_id):
+            self.present.add(record.event_id)
+
+    def forget_the_missing(self, db: Database) -> None:
+        from storage.implicit import forget_missing_rhythm_events
+
+        if self.calendars and self.start is not None and self.end is not None:
+            forget_missing_rhythm_events(db, sorted(self.calendars), sorted(self.present), self.start, self.end)
 
 
 def import_payload(

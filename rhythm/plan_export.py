@@ -16,7 +16,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +142,7 @@ def export_ics(
     blocks = [b for d in wanted for b in calendar_blocks(stored[d], tz, busy)]
     data = to_ics(blocks, tz)
     _write_atomic(target, data)
+    record_exported(settings, wanted, blocks)
     return {
         "path": str(target),
         "days": [d.isoformat() for d in wanted],
@@ -153,6 +154,21 @@ def export_ics(
             for b in sorted(blocks, key=lambda b: (b.start, b.key))
         ],
     }
+
+
+def record_exported(settings: Settings, days: Sequence[date], blocks: Sequence[CalendarBlock]) -> None:
+    """Remember which block went out under which UID, so that when the person's calendar comes
+    back through `rhythm import ics`, what they did to Rhythm's events is read (issue 38: a
+    deleted block is an ignore, a moved one a time preference). A replanned day's blocks that
+    are no longer in the plan are forgotten: Rhythm removed them, not the person."""
+    from common.records import SLOTS
+    from storage.implicit import ICS_CALENDAR, record_pushed
+
+    keys = {b.key for b in blocks}
+    gone = [block_key(d, s) for d in days for s in SLOTS if block_key(d, s) not in keys]
+    with open_db(settings.database) as db, db.transaction():
+        record_pushed(db, ICS_CALENDAR, [{"key": b.key, "recommendation_id": b.recommendation_id, "event_id": b.uid,
+                                          "start": b.start, "end": b.end} for b in blocks], gone, datetime.now(UTC))
 
 
 #: How much of an existing file is read to find Rhythm's mark (PRODID is on its second line).

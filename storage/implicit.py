@@ -8,7 +8,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from common.rhythm_blocks import GOOGLE_ID_PREFIX, RHYTHM_UID_SUFFIX
 from storage.db import Database
+
+#: ``pushed_blocks.calendar_id`` of blocks written to an .ics file (`rhythm plan export --ics`):
+#: they come back, if at all, through `rhythm import ics` of the person's calendar.
+ICS_CALENDAR = "ics"
+#: The stored ids of Rhythm's own events (common.rhythm_blocks.is_rhythm_event_id, in SQL).
+_RHYTHM_ID_SQL = f"(split_part(event_id, '/', 1) LIKE '%{RHYTHM_UID_SUFFIX}' OR event_id LIKE '{GOOGLE_ID_PREFIX}%')"
 
 
 def blocks_to_judge(db: Database, lo: date, hi: date) -> list[dict[str, Any]]:
@@ -72,12 +79,31 @@ def calendar_synced_at(db: Database, source: str = "google") -> datetime | None:
     ).fetchone()[0]
 
 
+def ics_read_at(db: Database) -> datetime | None:
+    """When an .ics calendar was last imported without an error."""
+    return db.con.execute(
+        "SELECT max(finished_at) FROM runs WHERE kind = 'import' AND source = 'ics' AND ok").fetchone()[0]
+
+
+def forget_missing_rhythm_events(db: Database, calendar_ids: Sequence[str], present: Sequence[str],
+                                 start: datetime, end: datetime) -> int:
+    """An .ics calendar is a snapshot: Rhythm's own events of ``calendar_ids`` stored from an
+    earlier import, inside [start, end] and not in this file (``present``: their ids), were
+    deleted by the person since; they are marked cancelled. Only Rhythm's events are touched.
+    Returns how many."""
+    if not calendar_ids:
+        return 0
+    cal = ", ".join("?" for _ in calendar_ids)
+    keep = f"AND event_id NOT IN ({', '.join('?' for _ in present)})" if present else ""
+    return len(db.con.execute(
+        f"UPDATE events SET status = 'cancelled' WHERE source = 'calendar' AND calendar_id IN ({cal}) AND "
+        f"{_RHYTHM_ID_SQL} AND status <> 'cancelled' AND start_ts BETWEEN ? AND ? {keep} RETURNING event_id",
+        [*calendar_ids, start, end, *present]).fetchall())
+
+
 def calendar_read_at(db: Database) -> datetime | None:
     """When the person's calendar was last read: an .ics import or a Google sync that worked."""
-    vals = [
-        db.con.execute("SELECT max(finished_at) FROM runs WHERE kind = 'import' AND source = 'ics' AND ok").fetchone()[0],
-        calendar_synced_at(db),
-    ]
+    vals = [ics_read_at(db), calendar_synced_at(db)]
     vals = [v for v in vals if v is not None]
     return max(vals) if vals else None
 

@@ -152,6 +152,86 @@ def test_an_unsynced_calendar_says_nothing_about_a_missing_block(google):
     assert plan.slots
 
 
+def _their_calendar(exported, tmp_path, name: str, drop: str | None = None, move: tuple[str, int] | None = None):
+    """The exported plan as it comes back in the person's own calendar export: imported into
+    their calendar "Mine", block ``drop`` deleted, block ``move`` dragged by minutes, and an
+    event of their own beside them."""
+    import icalendar
+
+    cal = icalendar.Calendar.from_ical(exported.read_bytes())
+    out = icalendar.Calendar()
+    for k in ("prodid", "version"):
+        out.add(k, cal.get(k))
+    out.add("x-wr-calname", "Mine")
+    for ev in cal.walk("VEVENT"):
+        uid = str(ev.get("uid"))
+        if drop and uid.startswith(f"rhythm-{drop}@"):
+            continue
+        if move and uid.startswith(f"rhythm-{move[0]}@"):
+            for k in ("dtstart", "dtend"):
+                t = ev.decoded(k) + timedelta(minutes=move[1])
+                del ev[k]
+                ev.add(k, t)
+        out.add_component(ev)
+    own = icalendar.Event()
+    own.add("uid", "own-1@example.org")
+    own.add("summary", "Exercise (Rhythm)")  # hers, whatever its title says
+    own.add("dtstart", (NOW + timedelta(days=1)).replace(hour=7, minute=15))
+    own.add("dtend", (NOW + timedelta(days=1)).replace(hour=8, minute=0))
+    out.add_component(own)
+    path = tmp_path / name
+    path.write_bytes(out.to_ical())
+    return path
+
+
+def test_an_exported_block_deleted_or_moved_in_the_persons_calendar_is_read_back_from_ics(person, tmp_path):
+    """`rhythm plan export --ics`, the file imported into her calendar app, her calendar
+    exported again and `rhythm import ics`: a block deleted there is an ignore, a moved one an
+    accept at the new time (a time preference); the first import still had the deleted block,
+    the second has not (a calendar file is a snapshot)."""
+    from rhythm.plan_export import export_ics
+
+    plan = jobs.recommend(person, WEDNESDAY, now=NOW)
+    blocks = [s for s in plan.slots if s.start is not None and s.action not in ("SLEEP", "DEEP_WORK", "ADMIN_WORK")]
+    assert len(blocks) >= 1
+    gone = blocks[0]
+    moved = next(s for s in plan.slots if s.start is not None and s is not gone and s.kind == "block")
+    exported = tmp_path / "plan.ics"
+    export_ics(person, exported, WEDNESDAY, plan=jobs.recommend, now=NOW)
+    day = WEDNESDAY.isoformat()
+    jobs.import_file(person, "ics", _their_calendar(exported, tmp_path, "mine-1.ics"))
+    jobs.map_data(person, now=LATER)
+    assert not {r for r, v in stored(person).items() if v[1] == "calendar"}  # all there: nothing to read yet
+    move = (f"{day}-{moved.slot}", 90)
+    jobs.import_file(person, "ics", _their_calendar(exported, tmp_path, "mine-2.ics", drop=f"{day}-{gone.slot}",
+                                                    move=move))
+    jobs.map_data(person, now=LATER)
+    got = stored(person)
+    assert got[gone.id][:2] == ("ignore", "calendar") and "deleted" in got[gone.id][3]
+    response, source, _, evidence, moved_start = got[moved.id]
+    assert (response, source) == ("accept", "calendar") and "moved" in evidence
+    assert moved_start == moved.start + timedelta(minutes=90)
+    # her own event is never read as Rhythm's, and nothing of hers was changed
+    assert q(person, "SELECT status FROM events WHERE event_id = 'own-1@example.org'") == [("confirmed",)]
+
+
+def test_a_calendar_file_without_rhythms_blocks_says_nothing_about_them(person, tmp_path):
+    """Exported, but the calendar imported is one the plan never went into: no block reads as
+    deleted."""
+    from rhythm.plan_export import export_ics
+
+    jobs.recommend(person, WEDNESDAY, now=NOW)
+    export_ics(person, tmp_path / "plan.ics", WEDNESDAY, plan=jobs.recommend, now=NOW)
+    other = tmp_path / "other.ics"
+    other.write_text("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//x//y//EN\r\nX-WR-CALNAME:Work\r\n"
+                     "BEGIN:VEVENT\r\nUID:w1@example.org\r\nDTSTAMP:20251118T080000Z\r\n"
+                     "DTSTART:20251120T080000Z\r\nDTEND:20251120T090000Z\r\nSUMMARY:Standup\r\nEND:VEVENT\r\n"
+                     "END:VCALENDAR\r\n")
+    jobs.import_file(person, "ics", other)
+    jobs.map_data(person, now=LATER)
+    assert not [v for v in stored(person).values() if v[1] == "calendar"]
+
+
 @pytest.mark.parametrize("flag", ["false", "0"])
 def test_the_setting_reads_as_a_bool(monkeypatch, rhythm_home, flag):
     monkeypatch.setenv("RHYTHM_IMPLICIT_ANSWERS", flag)
