@@ -108,6 +108,7 @@ class Outcome:
     truth: dict[int, bool] = field(default_factory=dict)  # recommendation id -> did it
     actions: dict[int, str] = field(default_factory=dict)
     day_of: dict[int, int] = field(default_factory=dict)  # 1-based day of the live period
+    kinds: dict[int, str] = field(default_factory=dict)  # block | nap | bedtime | ...
     google: bool = False  # the person's plans went into their Google Calendar
     deleted: int = 0
     moved: int = 0
@@ -206,7 +207,7 @@ def _live(seed: int, args: Args, root: Path, mode: str, g: Any) -> tuple[Outcome
         for s in plan.slots:
             if s.start is None:
                 continue
-            out.actions[s.id], out.day_of[s.id] = s.action, k + 1
+            out.actions[s.id], out.day_of[s.id], out.kinds[s.id] = s.action, k + 1, s.kind or "block"
             if s.action == "SLEEP" and s.kind in ("bedtime", "early_night"):
                 bed_block = s
                 continue
