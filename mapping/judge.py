@@ -8,7 +8,7 @@ and nothing for a block it cannot:
 |---|---|---|
 | EXERCISE | a workout overlaps the block or starts/ends within 60 min of it (confidence falls with the distance); else a steps episode (>= 2500 steps) in the block | the person's devices record workouts (one in the last 28 days), data arrived after the block, and none is near it |
 | SLEEP bedtime / early night | the main sleep's onset within 30 min of the suggested time (or earlier) | the onset 60 min or more later (confidence rising with the distance) |
-| SLEEP nap | a nap (or any sleep) overlapping the block | never (devices miss naps) |
+| SLEEP nap | a nap (or any sleep) overlapping the block | no sleep in it and the person was walking about: steps at 4 a minute or more over the block (confidence 0.6; devices miss naps, steps do not lie about being up) |
 | SLEEP sleep in | the night's sleep ends 30 min or more into the block | the person was up before the block began |
 | FAMILY_TIME, SOCIALIZE, LEARN, MEDITATE | an event of theirs of that class in or within 60 min of the block | the person keeps that class in their calendar (4+ events of theirs in the 28 days before), the calendar was read (imported or synced) after the block, and no such event is near it (confidence 0.5: doubtful, offered for review) |
 | DEEP_WORK, ADMIN_WORK | a completed task or a focus event (DEEP_WORK/ADMIN_WORK) in the block (lower confidence) | never from data alone |
@@ -40,6 +40,7 @@ STEPS_EPISODE = 2500  # steps inside an EXERCISE block that read as a walk or ru
 BED_CLOSE_MIN = 30  # onset within this of the suggested bedtime: accepted
 BED_FAR_MIN = 60  # onset this much later or more: ignored
 SLEEP_IN_MIN = 30
+AWAKE_STEPS_PER_MIN = 4.0  # steps over a nap block at this rate or more: the person was up and about
 MOVED_MIN = 15  # a pushed block moved by at least this much: the person chose another time
 DEVICE_WORKOUTS_DAYS = 28
 CALENDAR_ACTIONS = ("FAMILY_TIME", "SOCIALIZE", "LEARN", "MEDITATE")
@@ -232,6 +233,11 @@ def _sleep(b: Block, seen: Seen, tz: tzinfo | None) -> Judgement | None:
         if naps:
             s = naps[0]
             return Judgement(b.id, "accept", "implicit", (f"nap {_hm(s.start, tz)}-{_hm(s.end, tz)}",), 0.85)
+        minutes = (b.end - b.start).total_seconds() / 60.0
+        steps = _steps_in(b, seen)
+        if minutes > 0 and steps / minutes >= AWAKE_STEPS_PER_MIN:
+            return Judgement(b.id, "ignore", "implicit",
+                             (f"no sleep and {steps:.0f} steps {_hm(b.start, tz)}-{_hm(b.end, tz)}",), 0.6)
         return None
     if b.kind == "sleep_in":
         nights = [s for s in seen.sleeps if s.what != "nap" and s.start < b.start and s.end > b.start - timedelta(hours=3)]
@@ -277,6 +283,18 @@ def _work(b: Block, seen: Seen, tz: tzinfo | None) -> Judgement | None:
                          (f"{n} task{'s' if n > 1 else ''} completed {_hm(b.start, tz)}-{_hm(b.end, tz)}",),
                          0.5 if n == 1 else 0.6)
     return None
+
+
+def _steps_in(b: Block, seen: Seen) -> float:
+    """Steps during the block: each steps record's count prorated to its overlap with the block
+    (a watch's hourly count over a 30-minute block counts half)."""
+    total = 0.0
+    for s in seen.steps:
+        span = (s.end - s.start).total_seconds() / 60.0
+        over = _overlap_min(s, b)
+        if over > 0:
+            total += (s.value or 0.0) * (over / span if span > 0 else 1.0)
+    return total
 
 
 def _hm(t: datetime, tz: tzinfo | None) -> str:

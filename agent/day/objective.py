@@ -49,6 +49,8 @@ HABIT_WEIGHT = 2.5  # bonus per unit of habit share (the slot's most frequent ac
 HABIT_MIN_DAYS = 5  # days of slot actions before a habit counts
 IGNORE_WEIGHT = 8.0  # score cost of an action at p(accept) 0 vs 0.5 in its context
 UNLIKE_WEIGHT = 0.25  # an answer on an unlike kind of day counts this much
+OTHER_SLOT_WEIGHT = 0.35  # an answer on the same action in another slot counts this much (a person who
+# never meditates says so in every slot; one who only runs in the evening outweighs it there)
 AVOID_P = 0.3  # a time whose p(accept) falls below this (2+ ignores) is not offered there
 FIRST_HOURS_MIN = 180  # the first hours after waking (from the night or a day sleep)
 BEFORE_COMMITMENT_MIN = 60  # a block ending this close to a commitment is "before" it
@@ -119,12 +121,13 @@ class AnswerBook:
     def counts(self, kind: str, slot: str, action: str) -> tuple[float, float]:
         """(accepts, ignores) for an action in a slot of this kind of day; answers of unlike
         kinds of day weighted ``UNLIKE_WEIGHT`` (answers of no known kind, stored before
-        contexts, count in full: slot and action were all they were keyed by)."""
+        contexts, count in full: slot and action were all they were keyed by), answers on
+        the action in other slots ``OTHER_SLOT_WEIGHT``."""
         acc = ign = 0.0
         for (k, s, a), (ac, ig) in self.acts.items():
-            if s != slot or a != action:
+            if a != action:
                 continue
-            w = 1.0 if k in (kind, "?") else UNLIKE_WEIGHT
+            w = (1.0 if k in (kind, "?") else UNLIKE_WEIGHT) * (1.0 if s == slot else OTHER_SLOT_WEIGHT)
             acc, ign = acc + w * ac, ign + w * ig
         return acc, ign
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
 import numpy as np
+import pytest
 
 from agent.day import Answer, CalendarEvent, DayPlanner, PersonFacts
 from agent.day.blocks import DURATIONS, Placement, place
@@ -118,6 +119,21 @@ def test_answers_on_unlike_days_count_little_and_old_answers_in_full():
     soft = AnswerBook([Ans("morning", "EXERCISE", "ignore", "free_day/open", 0.5)] * 2)
     assert 0 < soft.penalty("free_day", "morning", "EXERCISE") < AnswerBook(
         [Ans("morning", "EXERCISE", "ignore", "free_day/open")] * 2).penalty("free_day", "morning", "EXERCISE")
+
+
+def test_an_action_ignored_in_every_slot_costs_in_a_new_one_and_a_slot_of_its_own_outweighs_the_rest():
+    """Answers on the same action in other slots count OTHER_SLOT_WEIGHT: a person who ignores
+    meditation in the morning and afternoon is not offered it in the evening as if unknown;
+    one who ignores morning runs and does evening ones keeps the evening run."""
+    from agent.day.objective import OTHER_SLOT_WEIGHT
+
+    never = AnswerBook([Ans("morning", "MEDITATE", "ignore", "free_day/open"),
+                        Ans("afternoon", "MEDITATE", "ignore", "free_day/open")] * 2)
+    assert never.counts("free_day", "evening", "MEDITATE") == (0.0, pytest.approx(4 * OTHER_SLOT_WEIGHT))
+    assert never.penalty("free_day", "evening", "MEDITATE") > 0
+    runner = AnswerBook([Ans("morning", "EXERCISE", "ignore", "work_day/first_hours")] * 3
+                        + [Ans("evening", "EXERCISE", "accept", "work_day/open")] * 3)
+    assert runner.penalty("work_day", "morning", "EXERCISE") > 0 > runner.penalty("work_day", "evening", "EXERCISE")
 
 
 def test_ignored_first_hours_after_night_shifts_stop_being_offered_and_ordinary_days_keep_theirs():

@@ -95,6 +95,18 @@ def test_a_nap_counts_only_for_the_nap_and_no_sleep_data_is_unknown():
     assert judge_block(BED, Seen(data_until=LATER), TZ) is None
 
 
+def test_a_nap_block_spent_walking_about_is_an_ignore():
+    """Hourly steps prorated to the block: 600 steps in 14:00-15:00 put 250 in a 25-minute nap
+    block (10 a minute): up and about. A desk hour (60 steps) says nothing; a nap still wins."""
+    nap = Block(3, "SLEEP", "nap", at(14, 0), at(14, 25))
+    walking = [Span(at(14, 0), at(15, 0), value=600.0)]
+    j = judge_block(nap, Seen(steps=walking, data_until=LATER), TZ)
+    assert (j.response, j.source, j.confidence) == ("ignore", "implicit", 0.6) and "250 steps" in j.evidence[0]
+    assert judge_block(nap, Seen(steps=[Span(at(14, 0), at(15, 0), value=60.0)], data_until=LATER), TZ) is None
+    napped = Seen(steps=walking, sleeps=[Span(at(14, 5), at(14, 30), "nap")], data_until=LATER)
+    assert judge_block(nap, napped, TZ).response == "accept"
+
+
 @pytest.mark.parametrize("action", ["FAMILY_TIME", "SOCIALIZE", "LEARN", "MEDITATE"])
 def test_calendar_visible_actions_by_an_event_of_that_class(action):
     b = Block(4, action, "block", at(18, 0), at(19, 30))
