@@ -122,11 +122,14 @@ class AnswerBook:
         """(accepts, ignores) for an action in a slot of this kind of day; answers of unlike
         kinds of day weighted ``UNLIKE_WEIGHT`` (answers of no known kind, stored before
         contexts, count in full: slot and action were all they were keyed by), answers on
-        the action in other slots ``OTHER_SLOT_WEIGHT``."""
+        the action in other slots ``OTHER_SLOT_WEIGHT`` (not SLEEP: a night's bedtime, an
+        afternoon nap and a morning sleep-in are different asks)."""
         acc = ign = 0.0
         for (k, s, a), (ac, ig) in self.acts.items():
             if a != action:
                 continue
+            if s != slot and action == "SLEEP":
+                continue  # a bedtime kept says nothing of an afternoon nap
             w = (1.0 if k in (kind, "?") else UNLIKE_WEIGHT) * (1.0 if s == slot else OTHER_SLOT_WEIGHT)
             acc, ign = acc + w * ac, ign + w * ig
         return acc, ign

@@ -134,6 +134,9 @@ def test_an_action_ignored_in_every_slot_costs_in_a_new_one_and_a_slot_of_its_ow
     runner = AnswerBook([Ans("morning", "EXERCISE", "ignore", "work_day/first_hours")] * 3
                         + [Ans("evening", "EXERCISE", "accept", "work_day/open")] * 3)
     assert runner.penalty("work_day", "morning", "EXERCISE") > 0 > runner.penalty("work_day", "evening", "EXERCISE")
+    # SLEEP is a different ask in each slot: bedtimes kept do not make a nap welcome
+    sleeper = AnswerBook([Ans("night", "SLEEP", "accept", "work_day/late")] * 5)
+    assert sleeper.counts("work_day", "afternoon", "SLEEP") == (0.0, 0.0)
 
 
 def test_ignored_first_hours_after_night_shifts_stop_being_offered_and_ordinary_days_keep_theirs():
