@@ -8,7 +8,7 @@ and nothing for a block it cannot:
 |---|---|---|
 | EXERCISE | a workout overlaps the block or starts/ends within 60 min of it (confidence falls with the distance); else a steps episode (>= 2500 steps) in the block | the person's devices record workouts (one in the last 28 days), data arrived after the block, and none is near it |
 | SLEEP bedtime / early night | the main sleep's onset within 30 min of the suggested time (or earlier) | the onset 60 min or more later (confidence rising with the distance) |
-| SLEEP nap | a nap (or any sleep) overlapping the block | no sleep in it and the person was walking about: steps at 4 a minute or more over the block (confidence 0.6; devices miss naps, steps do not lie about being up) |
+| SLEEP nap | a nap (or any sleep) overlapping the block | no sleep in it and the person was walking about: steps at 4 a minute or more over the block; or their device records naps (one in the last 28 days), its data reached past the block, and none is in it (confidence 0.6 each) |
 | SLEEP sleep in | the night's sleep ends 30 min or more into the block | the person was up before the block began |
 | FAMILY_TIME, SOCIALIZE, LEARN, MEDITATE | an event of theirs of that class in or within 60 min of the block | the person keeps that class in their calendar (4+ events of theirs in the 28 days before), the calendar was read (imported or synced) after the block, and no such event is near it (confidence 0.5: doubtful, offered for review) |
 | DEEP_WORK, ADMIN_WORK | a completed task or a focus event (DEEP_WORK/ADMIN_WORK) in the block (lower confidence) | never from data alone |
@@ -238,6 +238,11 @@ def _sleep(b: Block, seen: Seen, tz: tzinfo | None) -> Judgement | None:
         if minutes > 0 and steps / minutes >= AWAKE_STEPS_PER_MIN:
             return Judgement(b.id, "ignore", "implicit",
                              (f"no sleep and {steps:.0f} steps {_hm(b.start, tz)}-{_hm(b.end, tz)}",), 0.6)
+        logs_naps = any(s.what == "nap" and b.start - timedelta(days=DEVICE_WORKOUTS_DAYS) <= s.start < b.start
+                        for s in seen.sleeps)
+        if logs_naps and seen.data_until is not None and seen.data_until >= b.end + timedelta(hours=1):
+            return Judgement(b.id, "ignore", "implicit",
+                             (f"no nap {_hm(b.start, tz)}-{_hm(b.end, tz)}, and your device records naps",), 0.6)
         return None
     if b.kind == "sleep_in":
         nights = [s for s in seen.sleeps if s.what != "nap" and s.start < b.start and s.end > b.start - timedelta(hours=3)]

@@ -107,6 +107,16 @@ def test_a_nap_block_spent_walking_about_is_an_ignore():
     assert judge_block(nap, napped, TZ).response == "accept"
 
 
+def test_no_nap_from_a_device_that_records_naps_is_an_ignore():
+    nap = Block(3, "SLEEP", "nap", at(14, 0), at(14, 25))
+    earlier = Span(at(13, 30, -6), at(14, 0, -6), "nap")  # her strap logged a nap last week
+    j = judge_block(nap, Seen(sleeps=[earlier], data_until=LATER), TZ)
+    assert (j.response, j.confidence) == ("ignore", 0.6) and "records naps" in j.evidence[0]
+    assert judge_block(nap, Seen(sleeps=[earlier], data_until=at(14, 40)), TZ) is None  # no data past it yet
+    old = Span(at(13, 30, -40), at(14, 0, -40), "nap")
+    assert judge_block(nap, Seen(sleeps=[old], data_until=LATER), TZ) is None  # not lately: maybe not logged
+
+
 @pytest.mark.parametrize("action", ["FAMILY_TIME", "SOCIALIZE", "LEARN", "MEDITATE"])
 def test_calendar_visible_actions_by_an_event_of_that_class(action):
     b = Block(4, action, "block", at(18, 0), at(19, 30))
