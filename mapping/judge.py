@@ -11,7 +11,7 @@ and nothing for a block it cannot:
 | SLEEP nap | a nap (or any sleep) overlapping the block | no sleep in it and the person was walking about: steps at 4 a minute or more over the block; or their device records naps (one in the last 28 days), its data reached past the block, and none is in it (confidence 0.6 each) |
 | SLEEP sleep in | the night's sleep ends 30 min or more into the block | the person was up before the block began |
 | FAMILY_TIME, SOCIALIZE, LEARN, MEDITATE | an event of theirs of that class in or within 60 min of the block | the person keeps that class in their calendar (4+ events of theirs in the 28 days before), the calendar was read (imported or synced) after the block, and no such event is near it (confidence 0.5: doubtful, offered for review) |
-| DEEP_WORK, ADMIN_WORK | a completed task or a focus event (DEEP_WORK/ADMIN_WORK) in the block (lower confidence) | never from data alone |
+| DEEP_WORK, ADMIN_WORK | a completed task in the block, or an event of theirs of the block's own kind over half of it (a focus hold for deep work) (lower confidence) | never from data alone |
 
 Never a rejection of the person: when the block's time went to another action of theirs
 (an event of theirs of another class over half the block), the block gets no judgement: doing something else useful instead is not an "ignore".
@@ -277,7 +277,10 @@ def _calendar_action(b: Block, seen: Seen, tz: tzinfo | None) -> Judgement | Non
 
 
 def _work(b: Block, seen: Seen, tz: tzinfo | None) -> Judgement | None:
-    focus = [e for e in seen.events if e.what in WORK_ACTIONS and _overlap_min(e, b) > 0]
+    # an event of theirs of the block's own kind over half of it (a focus hold for deep work);
+    # a meeting beside a deep-work block is the meeting, not the block
+    minutes = (b.end - b.start).total_seconds() / 60.0
+    focus = [e for e in seen.events if e.what == b.action and _overlap_min(e, b) >= 0.5 * minutes]
     if focus:
         e = focus[0]
         return Judgement(b.id, "accept", "implicit", (f"{e.what} event {_hm(e.start, tz)}-{_hm(e.end, tz)}",), 0.6)

@@ -161,6 +161,10 @@ def test_work_blocks_by_tasks_or_focus_events_with_lower_confidence():
     assert focus.response == "accept" and focus.confidence <= 0.6
     assert judge_block(b, Seen(data_until=LATER), TZ) is None
     assert judge_block(Block(6, "BINGE_WATCH", "block", at(20, 0), at(21, 0)), Seen(data_until=LATER), TZ) is None
+    # a meeting in a deep-work block is the meeting (something else instead), and a focus hold
+    # over a sliver of the block says nothing
+    assert judge_block(b, Seen(events=[Span(at(9, 0), at(10, 0), "ADMIN_WORK")]), TZ) is None
+    assert judge_block(b, Seen(events=[Span(at(10, 10), at(11, 0), "DEEP_WORK")]), TZ) is None
 
 
 def test_blocks_whose_time_has_not_passed_are_not_judged():
