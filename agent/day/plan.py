@@ -426,11 +426,11 @@ class DayPlanner:
         moved_to = None
         if pref is not None and placement.kind == "block":
             placement, moved_to = prefer_time(dp.frame, s, placement, action, pref), pref
-        facts = self._facts(dp, s, action, placement)
+        novel = action != "SLEEP" and action not in ctx["done"]
+        facts = self._facts(dp, s, action, placement, novel)
         if moved_to is not None and placement.start.astimezone(dp.frame.tz).time() == moved_to:
             facts.append(Fact("moved", f"you moved Rhythm's {action.lower().replace('_', ' ')} block to "
                               f"{moved_to:%H:%M} in your calendar", 0.0))
-        novel = action != "SLEEP" and action not in ctx["done"]
         block = Block(SLOTS[s], action, placement.start, placement.end, placement.kind,
                       _rationale(action, placement, facts, effect, ctx["bed_reason"], novel),
                       [f.text for f in facts], effect, chosen_by,
@@ -438,13 +438,14 @@ class DayPlanner:
         block._parts = (placement, facts, effect, ctx["bed_reason"], novel)
         return block
 
-    def _facts(self, dp: DayPlan, slot: int, action: str, placement: Placement) -> list[Fact]:
+    def _facts(self, dp: DayPlan, slot: int, action: str, placement: Placement, novel: bool) -> list[Fact]:
+        """The facts behind ``action`` in this placement; ``novel``: not done in four weeks
+        (its "since" fact looks back 28 days, not 14)."""
         ctx = dp._ctx
         available = dict(ctx["available"])
         window = placement.window if placement.kind in ("block", "nap", "early_night") else None
         available.update(calendar_facts(dp.frame, slot, window))
         cutoff = self.x.now if self.x.now is not None else slot_window(dp.day, 0, dp.tz)[0]
-        novel = action != "SLEEP" and action not in ctx["done"]
         since = since_fact(action, self.x.recent_actions, dp.day, days=28 if novel else 14,
                            events=[*self.x.past_events, *self.x.events], before=cutoff)
         if since is not None:
@@ -552,14 +553,18 @@ def _rationale(action: str, p: Placement, facts: list[Fact], effect: dict[str, f
     return f"{head}: {why}. Expected: {exp}." if why else f"{head}. Expected: {exp}."
 
 
+def _position_of(dp: DayPlan, slot: str) -> int | None:
+    """Today's ``slot``'s position in the plan's horizon (None: it has passed)."""
+    return next((p for p, (d, s) in enumerate(dp._ctx["slots"]) if d == dp.day and SLOTS[s] == slot), None)
+
+
 def slot_actions(dp: DayPlan, slot: str) -> list[str]:
     """The actions today's ``slot`` can hold in this plan (its free time, the kind of slot, the
     day's recovery): what a local model may choose there; [] for a slot with no open time."""
-    ctx = dp._ctx
-    pos = next((p for p, (d, s) in enumerate(ctx["slots"]) if d == dp.day and SLOTS[s] == slot), None)
+    pos = _position_of(dp, slot)
     if pos is None:
         return []
-    return [ACTIONS[a] for a in sorted(ctx["allowed"].get(pos, set()))]
+    return [ACTIONS[a] for a in sorted(dp._ctx["allowed"].get(pos, set()))]
 
 
 def with_model_pick(planner: DayPlanner, dp: DayPlan, slot: str, action: str, model_name: str) -> tuple[bool, str]:
@@ -568,7 +573,7 @@ def with_model_pick(planner: DayPlanner, dp: DayPlan, slot: str, action: str, mo
     (and the plan says why) when the day cannot hold it or the belief's model rates it
     clearly worse than the planner's choice."""
     ctx = dp._ctx
-    pos = next((p for p, (d, s) in enumerate(ctx["slots"]) if d == dp.day and SLOTS[s] == slot), None)
+    pos = _position_of(dp, slot)
     current = next((b for b in dp.blocks if b.slot == slot and b.kind not in ("day_sleep", "shift_nap")), None)
     if pos is None or current is None:
         return False, f"{model_name} chose {action} for the {slot}, which has no open time to plan"
