@@ -109,7 +109,7 @@ class AnswerBook:
 
     def __post_init__(self) -> None:
         for a in self.answers:
-            kind, pos = _split(getattr(a, "context", None))
+            kind, pos = split_context(getattr(a, "context", None))
             w = float(getattr(a, "confidence", 1.0) or 1.0)
             i = 0 if a.response == "accept" else 1
             self.acts[(kind, a.slot, a.action)][i] += w
@@ -175,7 +175,8 @@ class AnswerBook:
         return ign >= 2 and p < AVOID_P and len(self.ignored_at.get((kind, slot, pos), ())) >= 2
 
 
-def _split(context: str | None) -> tuple[str, str]:
+def split_context(context: str | None) -> tuple[str, str]:
+    """(kind of day, position) of a stored context; ("?", "?") for one stored before contexts."""
     if not context or "/" not in context:
         return "?", "?"
     kind, pos = context.split("/", 1)

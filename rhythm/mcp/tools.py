@@ -304,9 +304,11 @@ def explain_recommendation(settings: Settings, recommendation_id: int) -> Explan
     own = next((a for a in answers if a["id"] == row["id"]), None)
     # the answers the planner weighed in full: this slot, days of the same kind (answers on
     # unlike days count a quarter there), and those stored before contexts (agent.day.objective)
-    kind = (row.get("context") or "").split("/")[0] or None
+    from agent.day.objective import split_context
+
+    kind = split_context(row.get("context"))[0]
     behind = [a for a in answers if a["slot"] == row["slot"] and a["at"] <= created and a["id"] != row["id"]
-              and (kind is None or not a.get("context") or a["context"].split("/")[0] == kind)]
+              and (kind == "?" or split_context(a.get("context"))[0] in (kind, "?"))]
     counts: dict[str, list[int]] = {}
     for a in behind:
         c = counts.setdefault(a["action"], [0, 0])
