@@ -120,11 +120,7 @@ class Loopback:
                     outer.requests.append(req)
                 reply = outer._dispatch(req)
                 if reply.drop_connection:
-                    self.close_connection = True
-                    try:
-                        self.connection.shutdown(2)
-                    except OSError:
-                        pass
+                    self._hang_up()
                     return
                 self.send_response(reply.status)
                 for k, v in reply.headers.items():
@@ -134,16 +130,20 @@ class Loopback:
                 if reply.cut_after is not None:
                     self.wfile.write(reply.body[: reply.cut_after])
                     self.wfile.flush()
-                    self.close_connection = True
-                    try:
-                        self.connection.shutdown(2)
-                    except OSError:
-                        pass
+                    self._hang_up()
                     return
                 if reply.body:
                     self.wfile.write(reply.body)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve  # noqa: N815
+
+            def _hang_up(self) -> None:
+                """Close the connection without a (whole) answer: a server that dies."""
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(2)
+                except OSError:
+                    pass
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return
