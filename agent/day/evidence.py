@@ -76,7 +76,9 @@ def baseline(series: Mapping[date, float], day: date, days: int = BASELINE_DAYS)
     return float(statistics.median(vals)), len(vals)
 
 
-def _spread(series: Mapping[date, float], day: date) -> float:
+def spread(series: Mapping[date, float], day: date) -> float:
+    """The robust spread (MAD x 1.4826) of the baseline window before ``day``: what a day's
+    value is measured against (1.0 with under three days; a tenth of the median when flat)."""
     vals = [v for d, v in series.items() if day - timedelta(days=BASELINE_DAYS) <= d < day and v is not None]
     if len(vals) < 3:
         return 1.0
@@ -91,14 +93,14 @@ def person_facts(f: PersonFacts, day: date) -> dict[str, Fact]:
     last = f.sleep_min.get(day)
     base = baseline(f.sleep_min, day)
     if last is not None:
-        z = (last - base[0]) / _spread(f.sleep_min, day) if base else 0.0
+        z = (last - base[0]) / spread(f.sleep_min, day) if base else 0.0
         usual = f", your usual {hm(base[0])}" if base else ""
         out["sleep"] = Fact("sleep", f"slept {hm(last)} last night{usual}", abs(z))
     # two short nights in a row are worth saying
     prev = f.sleep_min.get(day - timedelta(days=1))
     if last is not None and prev is not None and base and last < base[0] - 45 and prev < base[0] - 45:
         out["sleep"] = Fact("sleep", f"two short nights ({hm(prev)}, then {hm(last)}); your usual {hm(base[0])}",
-                            abs((last - base[0]) / _spread(f.sleep_min, day)) + 1.0)
+                            abs((last - base[0]) / spread(f.sleep_min, day)) + 1.0)
     for key, series, unit, label in (
         ("hrv", f.hrv_ms, "ms", f.hrv_kind),
         ("resting_hr", f.resting_hr, "bpm", "resting heart rate"),
@@ -108,7 +110,7 @@ def person_facts(f: PersonFacts, day: date) -> dict[str, Fact]:
             continue
         b = baseline(series, day)
         if b:
-            z = (v - b[0]) / _spread(series, day)
+            z = (v - b[0]) / spread(series, day)
             out[key] = Fact(key, f"{label} {v:.0f} {unit} vs your {b[1]}-day median {b[0]:.0f}", abs(z))
         else:
             out[key] = Fact(key, f"{label} {v:.0f} {unit} (not enough days yet for your usual)", 0.0)
@@ -116,7 +118,7 @@ def person_facts(f: PersonFacts, day: date) -> dict[str, Fact]:
     if f.steps.get(y) is not None:
         b = baseline(f.steps, y)
         usual = f", your usual {b[0]:,.0f}" if b else ""
-        z = (f.steps[y] - b[0]) / _spread(f.steps, y) if b else 0.0
+        z = (f.steps[y] - b[0]) / spread(f.steps, y) if b else 0.0
         out["steps"] = Fact("steps", f"{f.steps[y]:,.0f} steps yesterday{usual}", abs(z))
     when = f" {f.meters_when}" if f.meters_when else ""
     for m, word in METER_WORDS.items():

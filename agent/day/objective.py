@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from agent.day.calendar import DayFrame, elapsed_min
-from agent.day.evidence import Fact, baseline, done_event
+from agent.day.evidence import Fact, baseline, done_event, spread
 from common.records import ACTIONS, SLOTS
 
 REPEAT_DAY = 1.6  # score cost of each repeat of an action within a day
@@ -309,9 +309,8 @@ def recovery(frame: DayFrame, day: date, recovery_pct: Mapping[date, float], hrv
                                    f"(ended {c.end:%H:%M}): rest, not strain", 3.0))
     v, b, night, nb = hrv.get(day), baseline(hrv, day), sleep_min.get(day), baseline(sleep_min, day)
     if v is not None and b and night is not None and nb:
-        vals = [x for d, x in hrv.items() if day - timedelta(days=28) <= d < day]
-        mad = statistics.median(abs(x - b[0]) for x in vals) * 1.4826 or max(1.0, b[0] * 0.1)
-        if (v - b[0]) / mad <= -HRV_POOR_Z and night < SHORT_NIGHT_SHARE * nb[0]:
+        # the same spread as the HRV fact the plan shows (agent.day.evidence.person_facts)
+        if (v - b[0]) / spread(hrv, day) <= -HRV_POOR_Z and night < SHORT_NIGHT_SHARE * nb[0]:
             return Recovery(True, Fact("recovery", f"{hrv_kind} {v:.0f} ms vs your {b[1]}-day median {b[0]:.0f} "
                                        f"after a short night: rest, not strain", 3.0))
     return Recovery(False, None)
