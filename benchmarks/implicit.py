@@ -147,13 +147,13 @@ def _act_on_calendar(g: Any, plan: Any, tz: ZoneInfo, does: dict[int, bool], rul
                      rng: np.random.Generator, out: Outcome) -> dict[int, tuple[datetime, datetime]]:
     """The person deletes the pushed blocks they will not do (p_delete) and drags some they
     will do to their own time (p_move). Returns the moved blocks' new times."""
-    from common.rhythm_blocks import GOOGLE_KEY
+    from common.rhythm_blocks import GOOGLE_KEY, block_key, is_rhythm_google_event
 
     events = {e["extendedProperties"]["private"][GOOGLE_KEY]: e for e in g.live(CALENDAR_ID).values()
-              if ((e.get("extendedProperties") or {}).get("private") or {}).get("rhythm") == "1"}
+              if is_rhythm_google_event(e)}
     moved: dict[int, tuple[datetime, datetime]] = {}
     for s in plan.slots:
-        ev = events.get(f"{s.start.astimezone(tz).date().isoformat()}-{s.slot}") if s.start else None
+        ev = events.get(block_key(s.start.astimezone(tz).date(), s.slot)) if s.start else None
         if ev is None or s.id not in does or s.action == "SLEEP":
             continue
         if not does[s.id]:
@@ -324,14 +324,14 @@ def main(args: Args) -> dict[str, Any]:
                 print(f"{mode}: person {i + 1}/{args.people} ({clock.perf_counter() - t0:.0f} s)", file=sys.stderr,
                       flush=True)
             google = [r for r in runs if r[0].google]
+            others = [r for r in runs if not r[0].google]
             results[mode] = {"classes": score(runs), "acceptance": acceptance(runs, args.days),
                              "google": {"people": len(google), "classes": score(google),
                                         "acceptance": acceptance(google, args.days),
                                         "deleted": sum(o.deleted for o, _ in google),
                                         "moved": sum(o.moved for o, _ in google)},
-                             "others": {"people": len(runs) - len(google),
-                                        "classes": score([r for r in runs if not r[0].google]),
-                                        "acceptance": acceptance([r for r in runs if not r[0].google], args.days)},
+                             "others": {"people": len(others), "classes": score(others),
+                                        "acceptance": acceptance(others, args.days)},
                              "seconds": clock.perf_counter() - t0}
     print(f"{args.people} people x {args.days} days (after {args.history_days} days of history)")
     for mode, r in results.items():
