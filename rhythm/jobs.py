@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from common.errors import ConfigError, RhythmError, SourceFormatError
-from common.records import Skipped
+from common.records import Event, Skipped
+from common.rhythm_blocks import is_rhythm_event_id
 from connectors import registry
 from connectors.checkpoint import Checkpoint
 from rhythm.runner import recorded, session, unit_of_work
@@ -76,10 +77,7 @@ class _RhythmEventsSeen:
         self.start: datetime | None = None
         self.end: datetime | None = None
 
-    def add(self, record: Any) -> None:
-        from common.records import Event
-        from common.rhythm_blocks import is_rhythm_event_id
-
+    def add(self, record: Any) -> None:  # every record of the file: nothing imported here
         if not isinstance(record, Event):
             return
         self.start = record.start_ts if self.start is None else min(self.start, record.start_ts)
