@@ -112,8 +112,9 @@ def collect(db: Database, settings: Settings, fmt: str) -> RefineData:
         except ValueError:  # nothing the model could read at that decision
             skipped += 1
             continue
-        # a typed answer weighs 1; one read from the data its confidence (storage.plans.answers)
-        weight = 1.0 if f.get("source", "explicit") == "explicit" else float(f.get("confidence", 1.0))
+        # its confidence: 1 for a typed answer, how sure the data is for one read from it
+        # (storage.plans.answers gives both)
+        weight = float(f["confidence"])
         if weight <= 0.0:  # the data could not tell at all: nothing to learn from
             skipped += 1
             continue
