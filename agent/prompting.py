@@ -105,7 +105,16 @@ FORMAT_VERSION = "rhythm v1"
 #: from. The student is left the part a filter cannot do: the plan. A model says which one
 #: it reads (GGUF key :data:`GGUF_FORMAT_KEY`, ``checkpoint.json``).
 FORMAT_V4 = "rhythm v4"
-PROMPT_FORMATS = (FORMAT_VERSION, FORMAT_V4)
+#: ``rhythm v5``: the v4 week, and at the decision, right after ``SLOT:``, the day planner's
+#: objective line (:func:`objective_line`): each action the slot can hold with what the
+#: planner's objective adds to it beyond the meters (the person's answers, habits, novelty,
+#: repeats), so the model weighs the meters as it learned to and the person's terms as the
+#: planner does. Without a line (the simulator, the refine step's past answers) a v5 prompt
+#: is the v4 prompt: a v5 model reads both.
+FORMAT_V5 = "rhythm v5"
+PROMPT_FORMATS = (FORMAT_VERSION, FORMAT_V4, FORMAT_V5)
+#: The formats that show a real week whole (``render_compact`` writes the v4 week for both).
+WEEK_FORMATS = (FORMAT_V4, FORMAT_V5)
 #: Formats of earlier students that this version no longer renders.
 RETIRED_FORMATS = ("rhythm v2", "rhythm v3")
 GGUF_FORMAT_KEY = "rhythm.prompt_format"
@@ -661,6 +670,29 @@ def _render_v4(history: Sequence[Mapping[str, Any]], ctx: Mapping[str, Any]) -> 
     return "\n".join(lines) + f"\n{spec.SLOTS[t % spec.SLOTS_PER_DAY]}:"
 
 
+#: The objective line's numbers are clipped to this (reward units below the favoured action).
+OBJECTIVE_FLOOR = -9.99
+
+
+def objective_line(facts: Mapping[str, float]) -> str:
+    """The v5 objective line for a decision: `` o`` and each action the slot can hold (in
+    action order) with what the planner's objective adds to it, relative to the action it
+    favours (0), then `` |``; the model's answer follows. ``facts``: action -> number
+    (``agent.day.objective_facts``); numbers only and action names, never free text. Empty
+    facts: an empty line (the prompt is the v4 prompt)."""
+    if not facts:
+        return ""
+    parts = []
+    for name in spec.ACTIONS:
+        if name in facts:
+            v = float(facts[name]) if np.isfinite(facts[name]) else OBJECTIVE_FLOOR
+            parts.append(f"{name} {_signed(min(0.0, v), -OBJECTIVE_FLOOR)}")
+    unknown = set(facts) - set(spec.ACTIONS)
+    if unknown:
+        raise ValueError(f"objective facts for unknown actions {sorted(unknown)}")
+    return " o " + " ".join(parts) + " |"
+
+
 def observed_view(
     obs: Mapping[str, Any], observed: Sequence[bool] | None, action_known: bool = True
 ) -> dict[str, Any]:
@@ -723,7 +755,7 @@ def render_compact(
     Raises ValueError on a malformed history; untrusted text never makes it raise."""
     fmt = check_prompt_format(fmt)
     ctx = _check_context(context)
-    if fmt == FORMAT_V4:
+    if fmt in WEEK_FORMATS:
         return _render_v4(history, ctx)
     t0, meters0, steps = _read(history)
     blf = _check_beliefs(beliefs, len(steps))

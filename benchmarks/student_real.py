@@ -296,13 +296,13 @@ def stream_decisions(stream: Stream, days: int, models: dict[str, Path], teacher
 
 
 def sim_decisions(weeks: int, models: dict[str, Path], seed0: int = 20_000_000) -> list[dict[str, Any]]:
-    from agent.prompting import FORMAT_V4, OUTPUT_GBNF, parse_output
+    from agent.prompting import OUTPUT_GBNF, WEEK_FORMATS, parse_output
     from agent.runtime import LlamaCppModel
     from training.realshape import draw_shape, product_week
     from training.weeks import week_prompt
 
     loaded = {n: LlamaCppModel(p, n_ctx=2048, n_threads=1) for n, p in models.items()}
-    v4 = {n: m for n, m in loaded.items() if m.prompt_format == FORMAT_V4}
+    v4 = {n: m for n, m in loaded.items() if m.prompt_format in WEEK_FORMATS}
     rng = np.random.default_rng(seed0)
     out = []
     for w in range(weeks):

@@ -17,6 +17,9 @@ open block of the current slot: ``rhythm.ask_model.ask_model``), the example is
 
 - the prompt: exactly what the product would give the model there
   (``rhythm.ask_model.model_prompt`` with ``week_fixed`` and the filters, format v4);
+- the objective line (``objective``): what the planner's objective adds to each action the
+  slot can hold (``agent.day.objective_facts``, ``agent.prompting.objective_line``); the
+  prompt of a v5 model is the prompt and this line;
 - the answer: the planner's block action for the slot and its belief (the filter's median
   of the three traits), ``ACTION b=S,M,W``.
 
@@ -139,7 +142,8 @@ def decide(db: Any, settings: Any, day: date, now: datetime, model: Path | None 
     """The product's path at ``now``: the prompt the model would get for the current slot
     and the planner's pick there (None: the product asks no model at this time: no open
     block in the slot). With ``model``: its pick and whether the planner let it stand."""
-    from agent.prompting import FORMAT_V4, format_output
+    from agent.day import objective_facts
+    from agent.prompting import FORMAT_V4, format_output, objective_line
     from rhythm.ask_model import ask_model, model_prompt, week_fixed
     from rhythm.belief_filter import run_filter
     from rhythm.day_inputs import load_day
@@ -158,7 +162,8 @@ def decide(db: Any, settings: Any, day: date, now: datetime, model: Path | None 
     prompt = model_prompt(data.week, fixed, data.feedback, FORMAT_V4, filters=belief.filters)
     row: dict[str, Any] = {
         "day": day.isoformat(), "slot": SLOTS[data.first_slot], "at": now.strftime("%H:%M"),
-        "prompt": prompt, "action": open_now[0].action,
+        "prompt": prompt, "objective": objective_line(objective_facts(dp, open_now[0].slot)),
+        "action": open_now[0].action,
         "answer": format_output(open_now[0].action, dp.belief),
     }
     if model is not None:

@@ -146,6 +146,7 @@ def model_prompt(
     answers: list[dict[str, Any]],
     fmt: str,
     filters: dict[int, list[float]] | None = None,
+    objective: dict[str, float] | None = None,
 ) -> str:
     """The local model's prompt for the decision after the week's last record.
 
@@ -154,13 +155,20 @@ def model_prompt(
     meter that was not observed and every slot nobody classified written ``?``
     (``agent.prompting.observed_view``), the week's fixed slots as ``cal`` lines and this
     week's answers as ``fb`` lines, and the filter's belief before each slot
-    (``filters``, ``rhythm.belief_filter.person_filters``). Raises ModelError for another
-    format (no model a real day asks reads one) and ValueError when there is nothing to
-    render."""
-    from agent.prompting import FORMAT_V4, observed_view, render_compact
+    (``filters``, ``rhythm.belief_filter.person_filters``). Format v5: the same, and after
+    it the planner's ``objective`` line (``agent.prompting.objective_line``;
+    ``agent.day.objective_facts``). Raises ModelError for another format (no model a real
+    day asks reads one) and ValueError when there is nothing to render."""
+    from agent.prompting import (
+        FORMAT_V5,
+        WEEK_FORMATS,
+        objective_line,
+        observed_view,
+        render_compact,
+    )
 
-    if fmt != FORMAT_V4:
-        raise ModelError(f"prompt format {fmt!r}: real days ask models in {FORMAT_V4}")
+    if fmt not in WEEK_FORMATS:
+        raise ModelError(f"prompt format {fmt!r}: real days ask models in {' or '.join(WEEK_FORMATS)}")
     if not week:
         raise ValueError("no slots this week")
     monday = date.fromisoformat(week[0][1]["local_day"]) - timedelta(days=week[0][0]["day"])
@@ -172,18 +180,19 @@ def model_prompt(
     if filters is None:
         raise ValueError("a v4 prompt needs the filter's beliefs")
     context: dict[str, Any] = {"events": fixed, "feedback": fb, "observe": "noisy", "filters": filters}
-    return render_compact(history, context, fmt=fmt)
+    text = render_compact(history, context, fmt=fmt)
+    return text + objective_line(objective or {}) if fmt == FORMAT_V5 else text
 
 
 def model_format(model: Any, path: Path) -> str:
     """The prompt format ``model`` says it reads; ModelError unless a real day can ask it."""
-    from agent.prompting import FORMAT_V4
+    from agent.prompting import WEEK_FORMATS
 
     fmt = getattr(model, "prompt_format", None)
-    if fmt != FORMAT_V4:
+    if fmt not in WEEK_FORMATS:
         said = f"says prompt format {fmt!r}" if fmt else "says no prompt format (rhythm v1)"
         raise ModelError(f"{path.name}: the model {said}; `rhythm recommend` asks models trained on "
-                         f"{FORMAT_V4} (set model_path to one, or agent_backend = bayes)")
+                         f"{' or '.join(WEEK_FORMATS)} (set model_path to one, or agent_backend = bayes)")
     return fmt
 
 
@@ -199,12 +208,13 @@ def ask_model(
                 and b.kind not in ("bedtime", "day_sleep", "shift_nap")]
     if not open_now:
         return Asked()
-    from agent.day import slot_actions
+    from agent.day import objective_facts, slot_actions
 
     fixed = week_fixed(db, dp, data.week_start, data.day, data.tz)
     # the model chooses among what the slot can hold (its grammar says so): never an action
-    # the day has no time for
-    action, reason = _pick(path, data, fixed, filters, slot_actions(dp, open_now[0].slot))
+    # the day has no time for; a v5 model also reads what the planner's objective adds to each
+    action, reason = _pick(path, data, fixed, filters, slot_actions(dp, open_now[0].slot),
+                           objective_facts(dp, open_now[0].slot))
     name = f"llm:{path.name}"
     asked = Asked(picks={"planner": open_now[0].action, "model": None if action is None else ACTIONS[action]})
     if action is None:
@@ -219,14 +229,14 @@ def ask_model(
 
 
 def _pick(path: Path, data: DayData, fixed: list[dict[str, Any]], filters: dict[int, list[float]],
-          allowed: list[str] | None = None) -> tuple[int | None, str]:
+          allowed: list[str] | None = None, objective: dict[str, float] | None = None) -> tuple[int | None, str]:
     from agent.prompting import output_grammar, parse_output
     from agent.runtime import load_model
 
     model = load_model(path)
     fmt = model_format(model, path)
     try:
-        prompt = model_prompt(data.week, fixed, data.feedback, fmt, filters=filters)
+        prompt = model_prompt(data.week, fixed, data.feedback, fmt, filters=filters, objective=objective)
     except ValueError as exc:  # a malformed observation: never a crash, the planner decides
         return None, f"the week could not be rendered: {exc}"
     text = model.complete(prompt, grammar=output_grammar(allowed), max_tokens=24)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from agent.prompting import FORMAT_V4, model_prompt_format
+from agent.prompting import WEEK_FORMATS, model_prompt_format
 from common.errors import ModelError, RhythmError
 from common.records import ACTIONS, METERS, SLOTS
 from rhythm.ask_model import fixed_lines, model_prompt, product_model_path, refined_model_path
@@ -101,7 +101,7 @@ def collect(db: Database, settings: Settings, fmt: str) -> RefineData:
         frames = week_frames(db, monday, day, tz)
         fixed = fixed_lines(frames)
         filters = None
-        if fmt == FORMAT_V4:  # the filter before each slot of that week: an answer counts once its
+        if fmt in WEEK_FORMATS:  # the filter before each slot of that week: an answer counts once its
             # slot has passed, so one pass over the week serves every decision in it
             if monday not in week_filters:
                 upto = [(o, i) for o, i in records if date.fromisoformat(i["local_day"]) < monday + timedelta(days=7)]
@@ -150,9 +150,9 @@ def refine(
         fmt = model_prompt_format(gguf_prompt_format(base))
     except ValueError as exc:  # a student of a retired format: say so
         raise ModelError(f"{base.name}: {exc}") from None
-    if fmt != FORMAT_V4:  # its refined model could not be asked on a real day
+    if fmt not in WEEK_FORMATS:  # its refined model could not be asked on a real day
         raise ModelError(f"{base.name}: a model in prompt format {fmt!r}; refining starts from a "
-                         f"{FORMAT_V4} student (the bundled one is {FORMAT_V4})")
+                         f"{' or '.join(WEEK_FORMATS)} student")
     data = collect(db, settings, fmt)
     if not data.examples:
         raise RhythmError(f"none of the {data.answers} answers could be rendered as a prompt (no meters that week)")

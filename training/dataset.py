@@ -101,12 +101,14 @@ def v4_text(rec: dict[str, Any]) -> tuple[str, list[str | None]]:
 
 
 def encode_inserted(
-    tok, text: str, answers: list[str | None]
+    tok, text: str, answers: list[str | tuple[str, str] | None]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(ids, mask, hide)`` of a v4 week: the text's tokens with each answer inserted right
     after its step's ``SLOT:``, marked as the target (``mask``) and hidden from every later
     token (``hide`` numbers the answers from 1), so the tokens after it read exactly the
-    prompt of the next step (:func:`training.batches.hidden_belief_layout`)."""
+    prompt of the next step (:func:`training.batches.hidden_belief_layout`). An answer given
+    as ``(context, answer)`` (a v5 decision: the planner's objective line, then the answer)
+    inserts both, hidden alike; only the answer is the target."""
     enc = tok.encode(text)
     points = [m.end() for m in _STEP_RE.finditer(text)]
     if len(points) != len(answers):
@@ -115,11 +117,14 @@ def encode_inserted(
     ids, mask, hide = [tok.token_to_id(EOS)], [0], [0]
 
     def insert(k: int) -> None:
-        if answers[k] is not None:
-            a_ids = tok.encode(answers[k]).ids
-            ids.extend(a_ids)
-            mask.extend([1] * len(a_ids))
-            hide.extend([k + 1] * len(a_ids))
+        if answers[k] is None:
+            return
+        context, answer = answers[k] if isinstance(answers[k], tuple) else ("", answers[k])
+        c_ids = tok.encode(context).ids if context else []
+        a_ids = tok.encode(answer).ids
+        ids.extend(c_ids + a_ids)
+        mask.extend([0] * len(c_ids) + [1] * len(a_ids))
+        hide.extend([k + 1] * (len(c_ids) + len(a_ids)))
 
     k = 0
     for i, tid in enumerate(enc.ids):

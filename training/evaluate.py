@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.prompting import FORMAT_V4
+from agent.prompting import WEEK_FORMATS
 from simulator import spec
 from simulator.evaluate import PUBLISHED, PUBLISHED_BELIEF_MAE, EvalResult, evaluate
 from training.common import (
@@ -95,7 +95,7 @@ def make_student(path: str, n_ctx: int):
 
         silence_llama_cpp()
         timed = TimedModel(LlamaCppModel(p, n_ctx=n_ctx, n_threads=1))
-        if timed.prompt_format == FORMAT_V4:  # it reads the teacher's filter: the student policy runs it
+        if timed.prompt_format in WEEK_FORMATS:  # it reads the teacher's filter: the student policy runs it
             from agent.lab.student_policy import StudentPolicy
 
             player = StudentPolicy(timed)

@@ -9,7 +9,10 @@ BOS post-processor) and writes a new Q8_0 GGUF of the same prompt format:
    one's prefix, mostly: see ``week_groups``), so each run of them is one sequence, the last prompt with every
    decision's answer inserted at the end of its own prompt and hidden from the tokens after
    it (``training.dataset.encode_inserted``, the v4 layout of stage 2): exactly the prompts
-   the product gives the model. Whole people are held out for validation;
+   the product gives the model. Decisions with the planner's objective line (``objective``,
+   ``lab.planner_days``) make a v5 student: the line is inserted before the answer, read but
+   not a target, and hidden like it; ``no_objective`` of them go without it, so the student
+   also reads v4 prompts (the simulator's, the refine step's). Whole people are held out for validation;
 2. SFT from the GGUF's weights (``training.sft`` with ``init_from``; the loss on the answer
    tokens only), a wall-clock budget;
 3. export: f32 GGUF, Q8_0, and parity of llama.cpp with PyTorch on held-out prompts
@@ -67,6 +70,7 @@ class Args:
     threads: int = help_field(2, "torch threads")
     parity_prompts: int = help_field(48, "held-out prompts for the llama.cpp parity check")
     seed: int = help_field(0, "seed (split, batch order)")
+    no_objective: float = help_field(0.15, "share of v5 decisions trained without their objective line")
 
 
 def week_groups(examples: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -91,12 +95,29 @@ def week_groups(examples: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return out
 
 
-def encode_week(tok, group: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def with_objective(ex: dict[str, Any], rng: np.random.Generator | None, no_objective: float) -> str | tuple[str, str]:
+    """A decision's answer as ``encode_inserted`` inserts it: ``(objective line, answer)``
+    for a v5 decision (but a ``no_objective`` share of them, by ``rng``), else the answer."""
+    line = ex.get("objective") or ""
+    if not line or (rng is not None and rng.random() < no_objective):
+        return ex["answer"]
+    return (line, ex["answer"])
+
+
+def prompt_format_of(examples: list[dict[str, Any]]) -> str:
+    """v5 when the decisions carry the planner's objective line, else v4."""
+    from agent.prompting import FORMAT_V4, FORMAT_V5
+
+    return FORMAT_V5 if any("objective" in ex for ex in examples) else FORMAT_V4
+
+
+def encode_week(tok, group: list[dict[str, Any]], rng: np.random.Generator | None = None,
+                no_objective: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(ids, mask, hide)`` of one week's decisions (module docstring, step 1)."""
     from training.dataset import _STEP_RE, encode_inserted
 
     text = group[-1]["prompt"]
-    ends = {len(ex["prompt"]): ex["answer"] for ex in group}
+    ends = {len(ex["prompt"]): with_objective(ex, rng, no_objective) for ex in group}
     answers = [ends.get(m.end()) for m in _STEP_RE.finditer(text)]
     if sum(a is not None for a in answers) != len(group):
         raise ValueError(f"person {group[0]['seed']}: a decision's prompt does not end at a step line")
@@ -121,19 +142,21 @@ def product_tokenizer(tok):
     return tok
 
 
-def write_dataset(out: Path, tok, groups: list[list[dict[str, Any]]], val_seeds: set[int]) -> dict[str, Any]:
-    """A stage 2 dataset folder (train.npz, val.npz, tokenizer.json, stats.json)."""
-    from agent.prompting import FORMAT_V4
+def write_dataset(out: Path, tok, groups: list[list[dict[str, Any]]], val_seeds: set[int], fmt: str,
+                  no_objective: float = 0.0, seed: int = 0) -> dict[str, Any]:
+    """A stage 2 dataset folder (train.npz, val.npz, tokenizer.json, stats.json). Validation
+    decisions always carry their objective line (what the product asks)."""
     from training.dataset import _pack
     from training.tokens import EOS
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "tokenizer.json").write_text(tok.to_str())
     pad = tok.token_to_id(EOS)
-    stats: dict[str, Any] = {"format": "rhythm-dataset/1", "prompt_format": FORMAT_V4, "source": "planner-days"}
+    stats: dict[str, Any] = {"format": "rhythm-dataset/1", "prompt_format": fmt, "source": "planner-days"}
+    rng = np.random.default_rng([seed, 5])
     for name, keep in (("train", lambda s: s not in val_seeds), ("val", lambda s: s in val_seeds)):
         gs = [g for g in groups if keep(int(g[0]["seed"]))]
-        items = [encode_week(tok, g) for g in gs]
+        items = [encode_week(tok, g, rng if name == "train" else None, no_objective) for g in gs]
         arrays = _pack(items, pad, True)
         arrays["seeds"] = np.array([int(g[0]["seed"]) for g in gs], dtype=np.int64)
         np.savez_compressed(out / f"{name}.npz", **arrays)
@@ -145,11 +168,11 @@ def write_dataset(out: Path, tok, groups: list[list[dict[str, Any]]], val_seeds:
     return stats
 
 
-def base_checkpoint(model, tok, out: Path) -> Path:
-    """The GGUF's weights as a checkpoint folder ``training.sft`` can start from."""
+def base_checkpoint(model, tok, out: Path, fmt: str) -> Path:
+    """The GGUF's weights as a checkpoint folder ``training.sft`` can start from (it will be
+    a student of prompt format ``fmt``)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from agent.prompting import FORMAT_V4
     from training.sft import CHECKPOINT_FORMAT
 
     out.mkdir(parents=True, exist_ok=True)
@@ -160,14 +183,14 @@ def base_checkpoint(model, tok, out: Path) -> Path:
     plain.load_state_dict(model.state_dict())
     plain.save_pretrained(out)
     (out / "tokenizer.json").write_text(tok.to_str())
-    (out / "checkpoint.json").write_text(json.dumps({"format": CHECKPOINT_FORMAT, "prompt_format": FORMAT_V4}) + "\n")
+    (out / "checkpoint.json").write_text(json.dumps({"format": CHECKPOINT_FORMAT, "prompt_format": fmt}) + "\n")
     return out
 
 
 def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     import torch
 
-    from agent.prompting import FORMAT_V4
+    from agent.prompting import WEEK_FORMATS
     from training.batches import evaluate_split, load_split
     from training.checkpoints import gguf_prompt_format, load_gguf_student, write_gguf
     from training.export import check_parity, quantize
@@ -180,9 +203,10 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     out = prepare_output(args.out, "planner_tune", args, [*args.examples, args.base])
     t0 = time.time()
-    if gguf_prompt_format(args.base) != FORMAT_V4:
-        raise ValueError(f"{args.base}: not a {FORMAT_V4} student")
+    if gguf_prompt_format(args.base) not in WEEK_FORMATS:
+        raise ValueError(f"{args.base}: not a {' or '.join(WEEK_FORMATS)} student")
     examples = [ex for p in args.examples for ex in read_examples(p)]
+    fmt = prompt_format_of(examples)
     groups = week_groups(examples)
     seeds = sorted({int(g[0]["seed"]) for g in groups})
     rng = np.random.default_rng(args.seed)
@@ -192,8 +216,8 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     model, tok = load_gguf_student(Path(args.base))
     tok = product_tokenizer(tok)
     data = out / "dataset"
-    stats = write_dataset(data, tok, groups, val_seeds)
-    base = base_checkpoint(model, tok, out / "base")
+    stats = write_dataset(data, tok, groups, val_seeds, fmt, args.no_objective, args.seed)
+    base = base_checkpoint(model, tok, out / "base", fmt)
     val = load_split(data, "val")
     model.eval()
     before = evaluate_split(model, val, args.batch_size, True)
@@ -212,13 +236,13 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     student = TorchStudent(ck, threads=1)
     exp = out / "export"
     exp.mkdir(exist_ok=True)
-    f32 = write_gguf(student.model, ck / "tokenizer.json", exp / "student-f32.gguf", FORMAT_V4)
+    f32 = write_gguf(student.model, ck / "tokenizer.json", exp / "student-f32.gguf", fmt)
     q8 = quantize(f32, exp / "student-real-q8_0.gguf", "q8_0")
     f32.unlink()
     progress("planner-tune", 3, 4)
     held = [ex for ex in examples if int(ex["seed"]) in val_seeds]
     picks = np.random.default_rng(args.seed + 1).permutation(len(held))[: args.parity_prompts]
-    prompts = [{"seed": held[i]["seed"], "t": f"{held[i]['day']} {held[i]['slot']}", "prompt": held[i]["prompt"],
+    prompts = [{"seed": held[i]["seed"], "t": f"{held[i]['day']} {held[i]['slot']}", "prompt": held[i]["prompt"] + held[i].get("objective", ""),
                 "planner": held[i]["action"]} for i in sorted(picks)]
     torch_answers = [student.complete(p["prompt"]) for p in prompts]
     parity = check_parity(torch_answers, q8, prompts, 2048)

@@ -19,7 +19,7 @@ import regex
 
 from agent.lab.student_policy import FilterTrack
 from agent.prompting import (
-    FORMAT_V4,
+    WEEK_FORMATS,
     belief_digits_next,
     median_number,
     parse_output,
@@ -99,7 +99,7 @@ class TorchStudent:
 
     def reset(self, seed: int) -> None:
         self._seed = int(seed)
-        if self.prompt_format == FORMAT_V4:  # the teacher's filter, as agent.lab.student_policy runs it
+        if self.prompt_format in WEEK_FORMATS:  # the teacher's filter, as agent.lab.student_policy runs it
             if self._filter is None:
                 self._filter = FilterTrack()
             self._filter.reset(self._seed)

@@ -16,6 +16,7 @@ from agent.day.plan import (
     DayInputs,
     DayPlan,
     DayPlanner,
+    objective_facts,
     slot_actions,
     with_model_pick,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "PLANNER_NAME",
     "PersonFacts",
     "is_rhythm_event_id",
+    "objective_facts",
     "slot_actions",
     "with_model_pick",
 ]

@@ -53,6 +53,20 @@ def _score(
     cont = CONTINUATION_STEPS * spec.REWARD_LEVEL_SCALE * (end @ model.w - spec.REWARD_LEVEL_BASELINE)
     cont = cont + end @ (TERMINAL if terminal is None else terminal)
     s = (r + cont).mean(axis=1) - model.risk_cost * sim["risk"].mean(axis=1)
+    return s + objective_terms(plans, slot0, penalty, info, variety)
+
+
+def objective_terms(
+    plans: np.ndarray,
+    slot0: int,
+    penalty: np.ndarray | None,
+    info: tuple[np.ndarray, float] | None = None,
+    variety: Any = None,
+) -> np.ndarray:
+    """(B,) the part of each plan's score that is not the meters' expected rewards: the
+    answers, habit and novelty ``penalty``, what the plan would teach about the person
+    (``info``) and the cost of repeats (``variety``)."""
+    s = np.zeros(plans.shape[0])
     if penalty is not None:
         s = s - penalty[np.arange(plans.shape[1])[None, :], plans].sum(axis=1)
     if info is not None:  # what the plan would teach about the person (the belief's precision)
@@ -136,6 +150,25 @@ def position_values(
         cands.append(c)
     s = _score(model, np.stack(cands), np.asarray(meters, dtype=np.float64), slot0, penalty, info=info,
                variety=variety)
+    return {a: float(v) for a, v in zip(actions, s, strict=True)}
+
+
+def position_terms(
+    plan: np.ndarray,
+    slot0: int,
+    pos: int,
+    actions: list[int],
+    penalty: np.ndarray | None = None,
+    info: tuple[np.ndarray, float] | None = None,
+    variety: Any = None,
+) -> dict[int, float]:
+    """:func:`objective_terms` of the plan with each of ``actions`` at ``pos``."""
+    cands = []
+    for a in actions:
+        c = np.array(plan, dtype=np.int64)
+        c[pos] = a
+        cands.append(c)
+    s = objective_terms(np.stack(cands), slot0, penalty, info, variety)
     return {a: float(v) for a, v in zip(actions, s, strict=True)}
 
 

@@ -57,7 +57,13 @@ from agent.day.evidence import (
     since_fact,
     sleep_fact,
 )
-from agent.day.horizon import INFO_WEIGHT, expected_effect, plan_horizon, position_values
+from agent.day.horizon import (
+    INFO_WEIGHT,
+    expected_effect,
+    plan_horizon,
+    position_terms,
+    position_values,
+)
 from agent.day.objective import (
     HABIT_WEIGHT,
     NOVEL_COST,
@@ -565,6 +571,25 @@ def slot_actions(dp: DayPlan, slot: str) -> list[str]:
     if pos is None:
         return []
     return [ACTIONS[a] for a in sorted(dp._ctx["allowed"].get(pos, set()))]
+
+
+def objective_facts(dp: DayPlan, slot: str) -> dict[str, float]:
+    """What the planner's objective adds to each action today's ``slot`` can hold, beyond the
+    meters' expected rewards (``horizon.objective_terms``: the person's answers on days of
+    this kind, their habits at this time, no favour for what they have never done, what Rhythm
+    offered the last six days and what trying it would teach), relative to the action it
+    favours most (0; the others below): the facts a v5 model weighs with its own reading of
+    the meters ({} for a slot with no open time)."""
+    pos = _position_of(dp, slot)
+    if pos is None:
+        return {}
+    ctx = dp._ctx
+    allowed = sorted(ctx["allowed"].get(pos, set()))
+    if not allowed:
+        return {}
+    terms = position_terms(ctx["plan"], ctx["slot0"], pos, allowed, ctx["penalty"], ctx["info"], ctx["variety"])
+    top = max(terms.values())
+    return {ACTIONS[a]: v - top for a, v in terms.items()}
 
 
 def with_model_pick(planner: DayPlanner, dp: DayPlan, slot: str, action: str, model_name: str) -> tuple[bool, str]:

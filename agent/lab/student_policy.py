@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from agent.lab.llm_policy import LLMPolicy
-from agent.prompting import FORMAT_V4, MAX_FEEDBACK
+from agent.prompting import MAX_FEEDBACK, WEEK_FORMATS
 from agent.runtime import LlamaCppModel, Model
 from simulator import spec
 from simulator.feedback import check_observe
@@ -89,9 +89,9 @@ class StudentPolicy:
 
     @property
     def reads_filter(self) -> bool:
-        """Whether the prompt is of the product's shape (format v4): what is not known shown
+        """Whether the prompt is of the product's shape (format v4 or v5, without an objective line): what is not known shown
         as ``?``, the whole week's answers, the Bayesian filter's belief before each step."""
-        return self.llm.prompt_format == FORMAT_V4
+        return self.llm.prompt_format in WEEK_FORMATS
 
     def view(self, obs: dict[str, Any]) -> dict[str, Any]:
         """The observation as the student's prompt shows it (module docstring)."""

@@ -269,3 +269,20 @@ def test_plans_of_generated_days_never_repeat_a_reason_in_a_day():
 
 def test_shift_end_helper_is_elapsed_time():
     assert after_hours(at(DAY, 19), 13) == datetime.combine(DAY + timedelta(days=1), time(8), tzinfo=NY)
+
+
+# -- the objective line a v5 model reads ----------------------------------------------------------
+def test_the_objective_facts_are_the_slots_actions_below_the_favoured_one_and_answers_move_them():
+    from agent.day import objective_facts, slot_actions
+
+    plain = DayPlanner(free_day()).plan()
+    block = non_sleep(plain)[0]
+    facts = objective_facts(plain, block.slot)
+    assert sorted(facts) == sorted(slot_actions(plain, block.slot)) and len(facts) >= 2
+    assert max(facts.values()) == 0.0
+    # the person ignored this block's action in this slot on days of this kind, three weeks running
+    ignored = [Answer(plain.day - timedelta(days=7 * k), block.slot, block.action, "ignore", block.context)
+               for k in (1, 2, 3)]
+    after = objective_facts(DayPlanner(free_day(answers=ignored)).plan(), block.slot)
+    assert after[block.action] < facts[block.action] - 0.5
+    assert objective_facts(plain, "no such slot") == {}

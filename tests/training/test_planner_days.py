@@ -34,6 +34,15 @@ def test_a_generated_persons_decisions_are_product_prompts_with_the_planners_ans
         assert parsed.valid
         assert parsed.action == r["action"]
         assert r["action"] in ACTIONS
+        # the planner's objective line: the actions the slot can hold, in action order, each
+        # below the one the objective favours (+.00); the planner's pick is one of them
+        line = r["objective"]
+        assert line.startswith(" o ") and line.endswith(" |")
+        words = line[3:-2].split()
+        names, numbers = words[0::2], [float(x) for x in words[1::2]]
+        assert r["action"] in names
+        assert names == [a for a in ACTIONS if a in names]
+        assert max(numbers) == 0.0 and all(n <= 0.0 for n in numbers)
     # the same seed gives the same decisions (the file is the same for any number of workers)
     assert [(r["day"], r["at"], r["action"]) for r in person_decisions(seed, days=2, kind="shift")] == [
         (r["day"], r["at"], r["action"]) for r in rows]
@@ -75,6 +84,35 @@ def test_a_week_is_one_sequence_with_each_answer_where_its_prompt_ends():
         "EXERCISEb=.50,.50,.50", "FAMILY_TIMEb=.51,.50,.50"]
     # without its answers the sequence is the last prompt, token for token: what the product sends
     assert ids[hide == 0][1:].tolist() == tok.encode(p2).ids
+
+
+@pytest.mark.ml
+def test_a_v5_decisions_objective_line_is_read_before_its_answer_and_hidden_like_it():
+    import numpy as np
+
+    from training.dataset import train_tokenizer
+    from training.planner_tune import encode_week, prompt_format_of, with_objective
+    from training.tokens import EOS
+
+    p1 = "rhythm v4\nday 0\nb .50 .50 .50\nmorning:"
+    p2 = p1 + " ? +.10 m .50 .50 .50 .50 .50 x ? ? ? ? ?\nb .50 .50 .50\nafternoon:"
+    o1, o2 = " o SLEEP -.40 EXERCISE +.00 |", " o DEEP_WORK -1.20 LEARN +.00 |"
+    group = [{**_ex(1, "2025-03-10", "morning", p1), "objective": o1, "answer": "EXERCISE b=.50,.50,.50"},
+             {**_ex(1, "2025-03-10", "afternoon", p2), "objective": o2, "answer": "LEARN b=.50,.50,.50"}]
+    assert prompt_format_of(group) == "rhythm v5" and prompt_format_of([_ex(1, "d", "s", p1)]) == FORMAT_V4
+    tok = train_tokenizer([p2 + o1 + o2, "EXERCISE b=.50,.50,.50 LEARN b=.50,.50,.50"] * 4, 400)
+    ids, mask, hide = encode_week(tok, group)
+    assert ids[0] == tok.token_to_id(EOS)
+    for k, (line, answer) in enumerate([(o1, group[0]["answer"]), (o2, group[1]["answer"])], start=1):
+        inserted = ids[hide == k]
+        assert tok.decode(inserted.tolist()) == line + answer  # the line, then the answer
+        assert tok.decode(ids[(hide == k) & (mask > 0)].tolist()) == answer  # only the answer is a target
+    assert ids[hide == 0][1:].tolist() == tok.encode(p2).ids  # the rest is the last prompt
+    # a share of decisions goes without its line (the student also reads v4 prompts)
+    rng = np.random.default_rng(0)
+    kept = [isinstance(with_objective(group[0], rng, 0.3), tuple) for _ in range(400)]
+    assert 0.6 < sum(kept) / 400 < 0.8
+    assert with_objective(group[0], None, 0.3) == (o1, group[0]["answer"])  # validation keeps it
 
 
 @pytest.mark.slow
