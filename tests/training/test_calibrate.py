@@ -112,7 +112,7 @@ def test_calibrate_stage_on_the_shipped_student(tmp_path):
     assert saved["bias"] == report["bias"]
     assert (tmp_path / "cal" / "calibration.png").stat().st_size > 0
     model = LlamaCppModel(report["gguf"])
-    assert model.prompt_format == "rhythm v4"
+    assert model.prompt_format == LlamaCppModel(shipped).prompt_format  # the base's format, kept
     assert model.action_bias() == pytest.approx({a: v for a, v in report["bias"].items()})
 
     # the saved scores fit again without scoring, to the same offsets; another model's refused
