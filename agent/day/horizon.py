@@ -143,33 +143,16 @@ def position_values(
     variety: Any = None,
 ) -> dict[int, float]:
     """The plan's score with each of ``actions`` at ``pos`` (the rest unchanged)."""
-    cands = []
-    for a in actions:
-        c = np.array(plan, dtype=np.int64)
-        c[pos] = a
-        cands.append(c)
-    s = _score(model, np.stack(cands), np.asarray(meters, dtype=np.float64), slot0, penalty, info=info,
-               variety=variety)
+    s = _score(model, with_each(plan, pos, actions), np.asarray(meters, dtype=np.float64), slot0, penalty,
+               info=info, variety=variety)
     return {a: float(v) for a, v in zip(actions, s, strict=True)}
 
 
-def position_terms(
-    plan: np.ndarray,
-    slot0: int,
-    pos: int,
-    actions: list[int],
-    penalty: np.ndarray | None = None,
-    info: tuple[np.ndarray, float] | None = None,
-    variety: Any = None,
-) -> dict[int, float]:
-    """:func:`objective_terms` of the plan with each of ``actions`` at ``pos``."""
-    cands = []
-    for a in actions:
-        c = np.array(plan, dtype=np.int64)
-        c[pos] = a
-        cands.append(c)
-    s = objective_terms(np.stack(cands), slot0, penalty, info, variety)
-    return {a: float(v) for a, v in zip(actions, s, strict=True)}
+def with_each(plan: np.ndarray, pos: int, actions: list[int]) -> np.ndarray:
+    """(len(actions), L): the plan with each of ``actions`` at ``pos``."""
+    cands = np.repeat(np.asarray(plan, dtype=np.int64)[None, :], len(actions), axis=0)
+    cands[:, pos] = actions
+    return cands
 
 
 def expected_effect(model: PlanModel, plan: np.ndarray, meters: np.ndarray, slot0: int, pos: int) -> np.ndarray:

@@ -60,9 +60,10 @@ from agent.day.evidence import (
 from agent.day.horizon import (
     INFO_WEIGHT,
     expected_effect,
+    objective_terms,
     plan_horizon,
-    position_terms,
     position_values,
+    with_each,
 )
 from agent.day.objective import (
     HABIT_WEIGHT,
@@ -587,9 +588,9 @@ def objective_facts(dp: DayPlan, slot: str) -> dict[str, float]:
     allowed = sorted(ctx["allowed"].get(pos, set()))
     if not allowed:
         return {}
-    terms = position_terms(ctx["plan"], ctx["slot0"], pos, allowed, ctx["penalty"], ctx["info"], ctx["variety"])
-    top = max(terms.values())
-    return {ACTIONS[a]: v - top for a, v in terms.items()}
+    terms = objective_terms(with_each(ctx["plan"], pos, allowed), ctx["slot0"], ctx["penalty"], ctx["info"],
+                            ctx["variety"])
+    return {ACTIONS[a]: float(v - terms.max()) for a, v in zip(allowed, terms, strict=True)}
 
 
 def with_model_pick(planner: DayPlanner, dp: DayPlan, slot: str, action: str, model_name: str) -> tuple[bool, str]:
