@@ -263,17 +263,16 @@ def week_counts(blocks: Sequence[tuple[date, str, str, str]], day: date) -> np.n
 def usual_minutes(events: Sequence[Any], day: date, bounds: Mapping[str, tuple[int, int, int]],
                   days: int = 28, sessions: Mapping[str, Sequence[float]] | None = None) -> dict[str, int]:
     """action -> the median length (minutes, on a five-minute mark) of the person's done
-    calendar events of that action in the last ``days`` days and their recorded ``sessions``
+    calendar events (``evidence.done_event``) of that action in the last ``days`` days and their recorded ``sessions``
     of it (a device's workouts), 3 or more, clipped to the action's least and 1.5 times its
     most; actions with fewer are absent."""
     lengths: dict[str, list[float]] = defaultdict(list)
     for action, ms in (sessions or {}).items():
         lengths[action].extend(m for m in ms if 5 <= m <= 8 * 60)
     for e in events:
-        if (not e.action or e.action not in bounds or e.action == "SLEEP" or not e.done or e.all_day
-                or e.rhythm_block or (e.status or "confirmed").lower() == "cancelled"
+        if (not done_event(e) or e.action not in bounds or e.action == "SLEEP"
                 or not day - timedelta(days=days) <= e.start.date() < day):
-            continue
+            continue  # done as the plan's facts count it: no hold, no cancelled or declined event
         m = elapsed_min(e.start, e.end)
         if 5 <= m <= 8 * 60:
             lengths[e.action].append(m)

@@ -226,8 +226,11 @@ def test_block_lengths_follow_the_persons_own_events():
             for k in (2, 5, 9)]
     hold = CalendarEvent(at(FREE - timedelta(days=3), 7), at(FREE - timedelta(days=3), 9), "run?", "EXERCISE",
                          done=False)
-    lengths = usual_minutes([*runs, hold], FREE, DURATIONS)
-    assert lengths == {"EXERCISE": 75}  # the holds are no evidence; under three events: nothing
+    declined = CalendarEvent(at(FREE - timedelta(days=4), 7), at(FREE - timedelta(days=4), 10), "Club run",
+                             "EXERCISE", self_response="declined")
+    lengths = usual_minutes([*runs, hold, declined], FREE, DURATIONS)
+    assert lengths == {"EXERCISE": 75}  # holds and declined invitations are no evidence
+    assert usual_minutes([*runs[:2], hold, declined], FREE, DURATIONS) == {}  # under three events: nothing
     # her watch's workouts count with her calendar's events
     assert usual_minutes(runs[:1], FREE, DURATIONS, sessions={"EXERCISE": [40.0, 42.0, 38.0]}) == {"EXERCISE": 40}
     habits = sleep_habits(nurse()[1], NY)
