@@ -176,7 +176,7 @@ class RayExecutor:
             # interrupted or failed: the rest is not wanted. A running unit is interrupted in
             # its worker (KeyboardInterrupt there), a queued one never starts. Not force=True,
             # which kills the worker processes: one CI run's pytest process ended without a
-            # word in this path (not reproduced in 20 local runs of the module).
+            # word in this path (not reproduced in ten local runs of the module).
             for ref in pending:
                 try:
                     ray.cancel(ref)
