@@ -568,10 +568,12 @@ def _position_of(dp: DayPlan, slot: str) -> int | None:
 def slot_actions(dp: DayPlan, slot: str) -> list[str]:
     """The actions today's ``slot`` can hold in this plan (its free time, the kind of slot, the
     day's recovery): what a local model may choose there; [] for a slot with no open time."""
-    pos = _position_of(dp, slot)
-    if pos is None:
-        return []
-    return [ACTIONS[a] for a in sorted(dp._ctx["allowed"].get(pos, set()))]
+    return [ACTIONS[a] for a in _allowed_at(dp, _position_of(dp, slot))]
+
+
+def _allowed_at(dp: DayPlan, pos: int | None) -> list[int]:
+    """The actions (indices, sorted) the plan's position ``pos`` can hold; [] for none."""
+    return [] if pos is None else sorted(dp._ctx["allowed"].get(pos, set()))
 
 
 def objective_facts(dp: DayPlan, slot: str) -> dict[str, float]:
@@ -582,12 +584,10 @@ def objective_facts(dp: DayPlan, slot: str) -> dict[str, float]:
     favours most (0; the others below): the facts a v5 model weighs with its own reading of
     the meters ({} for a slot with no open time)."""
     pos = _position_of(dp, slot)
-    if pos is None:
-        return {}
-    ctx = dp._ctx
-    allowed = sorted(ctx["allowed"].get(pos, set()))
+    allowed = _allowed_at(dp, pos)
     if not allowed:
         return {}
+    ctx = dp._ctx
     terms = objective_terms(with_each(ctx["plan"], pos, allowed), ctx["slot0"], ctx["penalty"], ctx["info"],
                             ctx["variety"])
     return {ACTIONS[a]: float(v - terms.max()) for a, v in zip(allowed, terms, strict=True)}
