@@ -208,13 +208,8 @@ def ask_model(
                 and b.kind not in ("bedtime", "day_sleep", "shift_nap")]
     if not open_now:
         return Asked()
-    from agent.day import objective_facts, slot_actions
-
     fixed = week_fixed(db, dp, data.week_start, data.day, data.tz)
-    # the model chooses among what the slot can hold (its grammar says so): never an action
-    # the day has no time for; a v5 model also reads what the planner's objective adds to each
-    action, reason = _pick(path, data, fixed, filters, slot_actions(dp, open_now[0].slot),
-                           objective_facts(dp, open_now[0].slot))
+    action, reason = _pick(path, data, fixed, filters, dp, open_now[0].slot)
     name = f"llm:{path.name}"
     asked = Asked(picks={"planner": open_now[0].action, "model": None if action is None else ACTIONS[action]})
     if action is None:
@@ -229,17 +224,22 @@ def ask_model(
 
 
 def _pick(path: Path, data: DayData, fixed: list[dict[str, Any]], filters: dict[int, list[float]],
-          allowed: list[str] | None = None, objective: dict[str, float] | None = None) -> tuple[int | None, str]:
-    from agent.prompting import output_grammar, parse_output
+          dp: Any, slot: str) -> tuple[int | None, str]:
+    """The model's action for ``slot`` of the plan ``dp``: it chooses among what the slot can
+    hold (its grammar says so), never an action the day has no time for; a v5 model also
+    reads what the planner's objective adds to each."""
+    from agent.day import objective_facts, slot_actions
+    from agent.prompting import FORMAT_V5, output_grammar, parse_output
     from agent.runtime import load_model
 
     model = load_model(path)
     fmt = model_format(model, path)
+    objective = objective_facts(dp, slot) if fmt == FORMAT_V5 else None
     try:
         prompt = model_prompt(data.week, fixed, data.feedback, fmt, filters=filters, objective=objective)
     except ValueError as exc:  # a malformed observation: never a crash, the planner decides
         return None, f"the week could not be rendered: {exc}"
-    text = model.complete(prompt, grammar=output_grammar(allowed), max_tokens=24)
+    text = model.complete(prompt, grammar=output_grammar(slot_actions(dp, slot)), max_tokens=24)
     parsed = parse_output(text)
     if not parsed.valid:
         return None, parsed.error or "invalid output"
