@@ -10,7 +10,7 @@ and nothing for a block it cannot:
 | SLEEP bedtime / early night | the main sleep's onset within 30 min of the suggested time (or earlier) | the onset 60 min or more later (confidence rising with the distance) |
 | SLEEP nap | a nap (or any sleep) overlapping the block | no sleep in it and the person was walking about: steps at 4 a minute or more over the block; or their device records naps (one in the last 28 days), its data reached past the block, and none is in it (confidence 0.6 each) |
 | SLEEP sleep in | the night's sleep ends 30 min or more into the block | the person was up before the block began |
-| FAMILY_TIME, SOCIALIZE, LEARN, MEDITATE | an event of theirs of that class in or within 60 min of the block | the person keeps that class in their calendar (4+ events of theirs in the 28 days before), the calendar was read (imported or synced) after the block, and no such event is near it (confidence 0.5: doubtful, offered for review) |
+| FAMILY_TIME, SOCIALIZE, LEARN, MEDITATE | an event of theirs of that class in or within 60 min of the block | the person puts that class in their calendar (events of theirs in the 28 days before), the calendar was read (imported or synced) after the block, and no such event is near it (confidence 0.5 from 4+ such events, a share of it by their count from 1-3: doubtful, offered for review) |
 | DEEP_WORK, ADMIN_WORK | a completed task in the block, or an event of theirs of the block's own kind over half of it (a focus hold for deep work) (lower confidence) | never from data alone |
 
 Never a rejection of the person: when the block's time went to another action of theirs
@@ -44,8 +44,9 @@ AWAKE_STEPS_PER_MIN = 4.0  # steps over a nap block at this rate or more: the pe
 MOVED_MIN = 15  # a pushed block moved by at least this much: the person chose another time
 DEVICE_WORKOUTS_DAYS = 28
 CALENDAR_ACTIONS = ("FAMILY_TIME", "SOCIALIZE", "LEARN", "MEDITATE")
-KEEPS_MIN = 4  # events of a class in the last 28 days: the person keeps that class in their calendar
-ABSENT_CONFIDENCE = 0.5  # no event where one would be: an ignore, but doubtful (the person may not log it)
+KEEPS_SURE = 4  # events of a class in the last 28 days: the person keeps that class in their calendar
+ABSENT_CONFIDENCE = 0.5  # no event where one would be, from one who keeps them: an ignore, but doubtful
+# (the person may not log it); from one who put fewer in their calendar, a share of it by their count
 WORK_ACTIONS = ("DEEP_WORK", "ADMIN_WORK")
 
 
@@ -265,12 +266,12 @@ def _calendar_action(b: Block, seen: Seen, tz: tzinfo | None) -> Judgement | Non
             return None  # the calendar was not read since: a missing event says nothing yet
         kept = sum(1 for e in seen.events if e.what == b.action
                    and b.start - timedelta(days=DEVICE_WORKOUTS_DAYS) <= e.start < b.start)
-        if kept < KEEPS_MIN or _elsewhere(b, seen, tz):
-            return None  # they may not log it; or they did something else of theirs instead
+        if kept == 0 or _elsewhere(b, seen, tz):
+            return None  # they do not log it; or they did something else of theirs instead
         return Judgement(b.id, "ignore", "implicit",
                          (f"no {b.action} event of yours near {_hm(b.start, tz)}-{_hm(b.end, tz)}, "
-                          f"though you keep them in your calendar ({kept} in {DEVICE_WORKOUTS_DAYS} days)",),
-                         ABSENT_CONFIDENCE)
+                          f"though you put them in your calendar ({kept} in {DEVICE_WORKOUTS_DAYS} days)",),
+                         ABSENT_CONFIDENCE * min(kept, KEEPS_SURE) / KEEPS_SURE)
     e, gap = min(near, key=lambda x: x[1])
     return Judgement(b.id, "accept", "implicit",
                      (f"{b.action} event {_hm(e.start, tz)}-{_hm(e.end, tz)}",), 0.85 if gap == 0 else 0.7)

@@ -136,18 +136,37 @@ def _kept(action: str, n: int) -> list[Span]:
 def test_no_event_where_the_person_keeps_them_is_a_doubtful_ignore(action):
     """A person who keeps this class in their calendar (4+ in 28 days), a calendar read after
     the block, and nothing of it near: an ignore at confidence 0.5, saying why."""
-    from mapping.judge import ABSENT_CONFIDENCE, KEEPS_MIN
+    from mapping.judge import ABSENT_CONFIDENCE, KEEPS_SURE
 
     b = Block(4, action, "block", at(18, 0), at(19, 30))
-    j = judge_block(b, Seen(events=_kept(action, KEEPS_MIN), calendar_read_at=LATER), TZ)
+    j = judge_block(b, Seen(events=_kept(action, KEEPS_SURE), calendar_read_at=LATER), TZ)
     assert j is not None and (j.response, j.source, j.confidence) == ("ignore", "implicit", ABSENT_CONFIDENCE)
-    assert f"{KEEPS_MIN} in 28 days" in j.evidence[0] and "18:00-19:30" in j.evidence[0]
-    # unknown: too few kept, the calendar not read since the block, or something else of theirs instead
-    assert judge_block(b, Seen(events=_kept(action, KEEPS_MIN - 1), calendar_read_at=LATER), TZ) is None
+    assert f"{KEEPS_SURE} in 28 days" in j.evidence[0] and "18:00-19:30" in j.evidence[0]
+    assert judge_block(b, Seen(events=_kept(action, 9), calendar_read_at=LATER), TZ).confidence == ABSENT_CONFIDENCE
+    # unknown: the calendar not read since the block, or something else of theirs instead
     assert judge_block(b, Seen(events=_kept(action, 6), calendar_read_at=at(18, 30)), TZ) is None
     assert judge_block(b, Seen(events=_kept(action, 6), calendar_read_at=None), TZ) is None
     instead = Span(at(17, 45), at(19, 30), "EXERCISE" if action != "EXERCISE" else "LEARN")
     assert judge_block(b, Seen(events=[*_kept(action, 6), instead], calendar_read_at=LATER), TZ) is None
+
+
+@pytest.mark.parametrize("action", ["FAMILY_TIME", "LEARN"])
+def test_an_absence_counts_less_the_fewer_such_events_the_person_keeps(action):
+    """Fewer than four such events in 28 days: still an ignore, at a share of 0.5 by the count
+    (one who logs it rarely may have done it unlogged); none at all: never read as not done."""
+    from mapping.judge import ABSENT_CONFIDENCE
+
+    b = Block(4, action, "block", at(18, 0), at(19, 30))
+    conf = []
+    for n in (1, 2, 3, 4):
+        j = judge_block(b, Seen(events=_kept(action, n), calendar_read_at=LATER), TZ)
+        assert j is not None and j.response == "ignore" and f"{n} in 28 days" in j.evidence[0]
+        conf.append(j.confidence)
+    assert conf == sorted(set(conf)) and 0 < conf[0] and conf[-1] == ABSENT_CONFIDENCE
+    assert judge_block(b, Seen(events=_kept(action, 0), calendar_read_at=LATER), TZ) is None
+    # events of another class do not count as keeping this one
+    other = "SOCIALIZE" if action != "SOCIALIZE" else "LEARN"
+    assert judge_block(b, Seen(events=_kept(other, 6), calendar_read_at=LATER), TZ) is None
     # events older than 28 days say nothing about what the person keeps now
     old = [Span(at(19, 0, -30 - k), at(20, 0, -30 - k), action) for k in range(6)]
     assert judge_block(b, Seen(events=old, calendar_read_at=LATER), TZ) is None
