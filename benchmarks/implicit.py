@@ -226,7 +226,7 @@ def _live(seed: int, args: Args, root: Path, mode: str, g: Any) -> tuple[Outcome
         own = datetime.combine(day, time(0, 0), tz) + timedelta(hours=rules.real_bed_h + rng.normal(0, 0.1))
         onset = own
         if bed_block is not None:
-            suggested = bed_block.start if bed_block.kind == "bedtime" else bed_block.end
+            suggested = bed_block.start  # a bedtime or an early night: in bed by its start
             follows = suggested >= own - timedelta(minutes=30)
             out.truth[bed_block.id] = bool(follows)
             if follows:

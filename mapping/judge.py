@@ -214,7 +214,7 @@ def _exercise(b: Block, seen: Seen, tz: tzinfo | None) -> Judgement | None:
 
 def _sleep(b: Block, seen: Seen, tz: tzinfo | None) -> Judgement | None:
     if b.kind in ("bedtime", "early_night"):
-        bed = b.start if b.kind == "bedtime" else b.end
+        bed = b.start  # both run from the suggested bedtime to the morning (an early night: brought forward)
         mains = [s for s in seen.sleeps if s.what != "nap"
                  and bed - timedelta(hours=4) <= s.start <= bed + timedelta(hours=6)]
         if not mains:

@@ -82,6 +82,22 @@ def test_a_bedtime_is_judged_by_the_onsets_distance(onset, want):
     assert (j.response if j else None) == want
 
 
+@pytest.mark.parametrize(
+    ("onset", "want"),
+    [
+        (at(21, 45), "accept"),  # in bed by its start
+        (at(23, 10), "ignore"),  # at the usual time: 100 min after the early night's start
+        (at(7, 20, 1), None),  # a sleep in the morning is not the night's onset
+    ],
+)
+def test_an_early_night_is_judged_from_its_start_not_its_end(onset, want):
+    """An early night runs from the bedtime brought forward to the morning, like a bedtime:
+    the onset is measured from its start (never from the morning it ends at)."""
+    early = Block(2, "SLEEP", "early_night", at(21, 30), at(7, 0, 1))
+    j = judge_block(early, Seen(sleeps=[Span(onset, onset + timedelta(hours=8), "main")], data_until=LATER), TZ)
+    assert (j.response if j else None) == want
+
+
 def test_an_ignored_bedtimes_confidence_rises_with_the_distance():
     c = [judge_block(BED, Seen(sleeps=[Span(at(22, 40) + timedelta(minutes=m), at(7, 0, 1), "main")]), TZ).confidence
          for m in (60, 90, 150)]
