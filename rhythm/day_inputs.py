@@ -56,6 +56,7 @@ class DayData:
     contradicted: frozenset[tuple[str, str]] = frozenset()
     # (day, slot, action, kind) of the earlier days' latest plans (the last week)
     recent_blocks: list[tuple[date, str, str, str]] = field(default_factory=list)
+    recent_bedtimes: list[datetime] = field(default_factory=list)  # Rhythm's, the last two weeks' plans
     workout_minutes: list[float] = field(default_factory=list)  # the last four weeks' workouts (devices)
 
     @property
@@ -100,6 +101,7 @@ def load_day(db: Database, settings: Settings, day: date | None = None, now: dat
         past_events=calendar_events(db, day - timedelta(days=NIGHTS_DAYS), tz, end=day - timedelta(days=1)),
         contradicted=_contradicted(db, tz, dynamics, day),
         recent_blocks=plans.recent_blocks(db, day - timedelta(days=7), day - timedelta(days=1)),
+        recent_bedtimes=plans.recent_bedtimes(db, day - timedelta(days=14), day - timedelta(days=1)),
         workout_minutes=inputs.workout_minutes(db, day - timedelta(days=NIGHTS_DAYS), day - timedelta(days=1)),
     )
 

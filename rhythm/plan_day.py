@@ -31,6 +31,7 @@ def plan_day(data: DayData, belief: Any) -> tuple[Any, Any]:
         recent_actions=data.recent_actions, wake_override=data.wake_override, bed_override=data.bed_override,
         dynamics=data.dynamics, past_events=data.past_events, contradicted=data.contradicted,
         preferred_times=preferred_times(data.feedback, data.tz), recent_blocks=data.recent_blocks,
+        recent_bedtimes=data.recent_bedtimes,
         sessions={"EXERCISE": data.workout_minutes},
     )
     planner = DayPlanner(inputs)

@@ -104,6 +104,16 @@ def recent_blocks(db: Database, lo: date, hi: date) -> list[tuple[date, str, str
         "ORDER BY local_day, start_ts NULLS LAST, id", [lo, hi]).fetchall()]
 
 
+def recent_bedtimes(db: Database, lo: date, hi: date) -> list[datetime]:
+    """When Rhythm suggested going to bed on each day in [lo, hi]: the start of the bedtime
+    (or early night) of the day's latest plan, in time order."""
+    return [t for (t,) in db.con.execute(
+        "SELECT start_ts FROM recommendations r WHERE local_day BETWEEN ? AND ? "
+        "AND kind IN ('bedtime', 'early_night') AND start_ts IS NOT NULL AND "
+        "created_at = (SELECT max(created_at) FROM recommendations q WHERE q.local_day = r.local_day) "
+        "ORDER BY start_ts", [lo, hi]).fetchall()]
+
+
 def latest_plan(db: Database, day: date) -> list[dict[str, Any]]:
     """The blocks of the latest plan stored for ``day`` (the recommendations made together
     most recently), in time order, as dicts of their columns; [] when none is stored."""

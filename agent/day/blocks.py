@@ -181,7 +181,7 @@ def _place_sleep(
 
 def bedtime(
     frame: DayFrame, next_first_start: datetime | None, habits: SleepHabits, next_wake: datetime,
-    recent_beds: Sequence[datetime] = (),
+    recent_beds: Sequence[datetime] = (), suggested: Sequence[datetime] = (),
 ) -> tuple[datetime, str]:
     """When to be in bed tonight, and why: the usual bedtime, earlier when tomorrow's first
     commitment leaves less than the person's sleep need (plus falling asleep and getting
@@ -190,7 +190,8 @@ def bedtime(
     A suggestion the person never follows is not repeated word for word: when their last
     nights (``recent_beds``, the onsets) were all more than ``MEET_GAP_MIN`` later than it,
     the bedtime meets them where they are, ``MEET_MIN`` before their real one, as long as
-    that still leaves their sleep need before tomorrow (``meet_where_they_are``)."""
+    that still leaves their sleep need before tomorrow (``meet_where_they_are``; ``suggested``:
+    Rhythm's recent bedtimes, so that nights that kept one do not walk it earlier)."""
     must_wake = next_wake
     reason = f"your usual bedtime {habits.bed:%H:%M}"
     usual = datetime.combine(frame.day + timedelta(days=1 if habits.bed.hour < 12 else 0), habits.bed, tzinfo=frame.tz)
@@ -208,7 +209,7 @@ def bedtime(
     floor = datetime.combine(frame.day, EARLIEST_BED, tzinfo=frame.tz)
     last_end = max((c.end for c in frame.commitments if c.start < frame.bed), default=None)
     bed = max(bed, floor, last_end or floor)
-    met = meet_where_they_are(bed, latest, recent_beds, frame.tz) if frame.after is None else None
+    met = meet_where_they_are(bed, latest, recent_beds, frame.tz, suggested) if frame.after is None else None
     if met is not None:
         bed, real = met
         reason = (f"you have gone to bed around {real:%H:%M} lately: {MEET_MIN} min earlier than that, "
@@ -222,24 +223,50 @@ MEET_MIN = 20  # the bedtime offered then: this much before their real one (15-3
 
 
 def meet_where_they_are(
-    bed: datetime, latest: datetime, recent_beds: Sequence[datetime], tz: tzinfo
+    bed: datetime, latest: datetime, recent_beds: Sequence[datetime], tz: tzinfo,
+    suggested: Sequence[datetime] = (),
 ) -> tuple[datetime, datetime] | None:
-    """(a bedtime ``MEET_MIN`` before the person's real one, their real one) when their last
-    ``RECENT_NIGHTS`` onsets (at least 3) were all ``MEET_GAP_MIN`` or more later than
-    ``bed``, and that bedtime still leaves their sleep need (not after ``latest``); else None."""
+    """(a bedtime ``MEET_MIN`` before the person's real one, their real one) when none of
+    their last ``RECENT_NIGHTS`` onsets (at least 3) kept ``bed`` (asleep less than
+    ``MEET_GAP_MIN`` after it, other than by keeping a later bedtime of Rhythm's), and that
+    bedtime still leaves their sleep need (not after ``latest``); else None.
+
+    Their real bedtime is theirs, not Rhythm's: a night that kept one of Rhythm's recent
+    bedtimes (``suggested``: asleep no more than ``MEET_GAP_MIN`` after it) says they did not
+    keep ``bed``, but not when they go to bed of their own accord. So the real one is the
+    median of their own nights among ``recent_beds`` (the last ``RECENT_NIGHTS`` of them),
+    and when every night kept Rhythm's, the latest kept suggestion stands: a bedtime they keep
+    is not walked earlier night after night."""
     # night sleeps only (a day sleep after a night shift says nothing about a bedtime)
-    recent = sorted(t for t in recent_beds if not 4 <= t.astimezone(tz).hour < 18)[-RECENT_NIGHTS:]
+    nights = sorted(t for t in recent_beds if not 4 <= t.astimezone(tz).hour < 18)
+    recent = nights[-RECENT_NIGHTS:]
     if len(recent) < 3:
         return None
     evening = bed.date() if bed.hour >= 12 else bed.date() - timedelta(days=1)
-    real_times = []
-    for t in recent:
+
+    def tonight(t: datetime) -> datetime:
         local = t.astimezone(tz)
         d = evening + timedelta(days=1) if local.hour < 12 else evening
-        real_times.append(datetime.combine(d, local.time().replace(second=0, microsecond=0), tzinfo=tz))
-    if min(real_times) < bed + timedelta(minutes=MEET_GAP_MIN):
+        return datetime.combine(d, local.time().replace(second=0, microsecond=0), tzinfo=tz)
+
+    def kept(t: datetime) -> datetime | None:
+        """The suggestion of Rhythm's this onset kept (asleep no more than the gap after it)."""
+        return next((tonight(s) for s in suggested
+                     if s - timedelta(hours=2) <= t <= s + timedelta(minutes=MEET_GAP_MIN)), None)
+
+    def follows_bed(t: datetime) -> bool:
+        k = kept(t)  # a night that kept a bedtime later than tonight's usual did not keep the usual
+        return tonight(t) < bed + timedelta(minutes=MEET_GAP_MIN) and (k is None or k <= bed)
+
+    if any(follows_bed(t) for t in recent):
         return None  # followed at least once lately: keep the suggestion
-    real = sorted(real_times)[len(real_times) // 2]
+    own = [tonight(t) for t in nights if kept(t) is None][-RECENT_NIGHTS:]
+    if own:
+        real = sorted(own)[len(own) // 2]
+    else:
+        last = kept(recent[-1])  # every night kept one of Rhythm's: the latest stands
+        assert last is not None
+        real = last + timedelta(minutes=MEET_MIN)
     target = _round_down(real - timedelta(minutes=MEET_MIN))
     if target > latest or target <= bed:
         return None  # their sleep need does not allow it

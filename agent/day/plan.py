@@ -153,6 +153,9 @@ class DayInputs:
     # (day, slot, action, kind) of the blocks of each earlier day's latest plan (the last week):
     # the week's diminishing returns
     recent_blocks: Sequence[tuple[date, str, str, str]] = ()
+    # Rhythm's bedtimes of the last two weeks' latest plans (a bedtime's or an early night's
+    # start): nights that kept one are Rhythm's, not the person's (blocks.meet_where_they_are)
+    recent_bedtimes: Sequence[datetime] = ()
     # action -> minutes of the person's recorded sessions of it in the last four weeks (their
     # devices' workouts): with their calendar's events, how long a block of it lasts
     sessions: Any = None
@@ -363,7 +366,8 @@ class DayPlanner:
         nxt_first = min((c.start for c in tomorrow.commitments if c.start >= tomorrow.wake - timedelta(hours=3)),
                         default=None)
         bed, bed_reason = bedtime(today, nxt_first, habits, tomorrow.wake,
-                                  recent_beds=[n.bed for n in sorted(x.nights, key=lambda n: n.wake)[-5:]])
+                                  recent_beds=[n.bed for n in sorted(x.nights, key=lambda n: n.wake)[-14:]],
+                                  suggested=x.recent_bedtimes)
         night = (bed, max(tomorrow.wake, shifted(bed, habits.need_min)))
         if nxt_first is not None and nxt_first < tomorrow.wake:
             night = (bed, shifted(nxt_first, -60))

@@ -60,6 +60,38 @@ def test_never_past_what_the_sleep_need_allows():
     assert meet_where_they_are(at(23, 0), at(23, 59), real, TZ)[0] == at(23, 50)
 
 
+def test_a_bedtime_she_keeps_is_not_walked_earlier_night_after_night():
+    """She goes to bed at 23:45 of her own accord and keeps an offer within 30 minutes of it
+    (asleep 5 min after it). Nights that kept Rhythm's bedtime are Rhythm's, not hers: two
+    weeks on, the offer is still 15-30 min before 23:45 and she still keeps it."""
+    real = time(23, 45)
+    nights = onsets(23, 45)
+    offers: list[datetime] = []
+    for k in range(14):
+        day = DAY + timedelta(days=k)
+        frame = frame_day(day, TZ, [], HABITS)
+        bed, _ = bedtime(frame, None, HABITS, datetime.combine(day + timedelta(days=1), time(7, 30), tzinfo=TZ),
+                         recent_beds=nights[-14:], suggested=offers)
+        own = datetime.combine(day, real, tzinfo=TZ)
+        assert own - timedelta(minutes=30) <= bed <= own - timedelta(minutes=15), (k, bed)
+        offers.append(bed)
+        nights.append(bed + timedelta(minutes=5))  # she keeps it
+
+
+def test_her_own_nights_still_say_where_her_bedtime_is():
+    """Among nights that kept Rhythm's offer, the ones she went to bed on her own say where
+    she is now: later than the offer by more than 30 min, the offer follows her."""
+    kept = [datetime.combine(DAY - timedelta(days=k), time(23, 30), tzinfo=TZ) for k in range(6, 2, -1)]
+    offers = [t - timedelta(minutes=5) for t in kept]
+    own = [datetime.combine(DAY - timedelta(days=k), time(0, 20), tzinfo=TZ) for k in (1, 0)]
+    met = meet_where_they_are(at(23, 0), at(23, 59, 1), [*kept, *own], TZ, offers)
+    assert met == (at(0, 0, 1), at(0, 20, 1))
+    # every night kept it: the last offer stands
+    assert meet_where_they_are(at(23, 0), at(23, 59), kept, TZ, offers)[0] == at(23, 25)
+    # the same nights with no offers known: read as her own (the median, 23:30)
+    assert meet_where_they_are(at(23, 0), at(23, 59), kept, TZ)[0] == at(23, 10)
+
+
 # -- a block moved in the calendar: a time preference --------------------------------------------
 def test_a_moved_time_is_where_the_next_block_of_that_action_goes():
     from agent.day.blocks import place, prefer_time
