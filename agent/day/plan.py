@@ -225,6 +225,12 @@ def _first_slot(day: date, now: datetime | None, tz: tzinfo) -> int:
 class DayPlanner:
     def __init__(self, inputs: DayInputs):
         self.x = inputs
+        # what the person did, as the product says it: their slot actions and Rhythm's blocks
+        # they were judged to have done (an accept, typed or from their data): "last deep work
+        # 12 days ago" never stands beside yesterday's "DEEP_WORK 09:05: done"
+        done_blocks = {(a.day, a.slot, a.action) for a in inputs.answers if a.response == "accept"}
+        self.did: list[tuple[date, str, str]] = [*inputs.recent_actions,
+                                                 *sorted(done_blocks - set(inputs.recent_actions))]
 
     def plan(self) -> DayPlan:
         x = self.x
@@ -317,7 +323,7 @@ class DayPlanner:
 
         # the terms a person would sign (agent.day.objective): answers by the kind of day, the
         # habit prior, no favour for what the person has never done, diminishing returns
-        done = done_actions(x.recent_actions, calendar, x.day)
+        done = done_actions(self.did, calendar, x.day)
         penalty = np.zeros((len(slots), len(ACTIONS)))
         for p, (d, s) in enumerate(slots):
             if p in forced:
@@ -457,7 +463,7 @@ class DayPlanner:
         window = placement.window if placement.kind in ("block", "nap", "early_night") else None
         available.update(calendar_facts(dp.frame, slot, window))
         cutoff = self.x.now if self.x.now is not None else slot_window(dp.day, 0, dp.tz)[0]
-        since = since_fact(action, self.x.recent_actions, dp.day, days=28 if novel else 14,
+        since = since_fact(action, self.did, dp.day, days=28 if novel else 14,
                            events=[*self.x.past_events, *self.x.events], before=cutoff)
         if since is not None:
             available["since"] = since

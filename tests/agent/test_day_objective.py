@@ -86,6 +86,22 @@ def test_a_never_done_action_says_it_is_a_try_and_one_done_does_not():
     assert not any("(a try" in x.rationale for x in again.blocks if x.action == b.action)
 
 
+def test_a_block_judged_done_counts_as_done_in_the_plans_facts():
+    """A block of Rhythm's the person was judged to have done (an accept, typed or from their
+    data: tasks completed in a deep-work block) is something they did: the next plan does not
+    call it a try nor say "no deep work in your last 28 days" beside yesterday's "done"."""
+    dp = DayPlanner(free_day()).plan()
+    b = next(b for b in non_sleep(dp) if "(a try" in b.rationale)
+    word = b.action.lower().replace("_", " ")
+    did = [Answer(dp.day - timedelta(days=2), b.slot, b.action, "accept", None, 0.5)]
+    again = DayPlanner(free_day(answers=did)).plan()
+    same = [x for x in again.blocks if x.action == b.action]
+    assert same, "accepted once, it is offered again"
+    assert not any("(a try" in x.rationale for x in same)
+    assert not any(e.startswith(f"no {word} in your last") for x in same for e in x.evidence)
+    assert any(e.startswith(f"last {word} 2 days ago") for x in same for e in x.evidence)
+
+
 def test_habits_are_the_share_of_days_per_slot_with_enough_days():
     recent = [(FREE - timedelta(days=k), "evening", "FAMILY_TIME" if k % 4 else "SOCIALIZE") for k in range(1, 13)]
     recent += [(FREE - timedelta(days=1), "morning", "EXERCISE")]
