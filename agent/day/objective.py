@@ -8,14 +8,14 @@ days the planner's score (``horizon._score``) adds, to the expected meter reward
   six days' plans costs ``REPEAT_WEEK`` more (a creature of habit pays it back through the
   habit prior and their accepts);
 - **novelty** (``NOVEL_COST``): an action the person has not done in four weeks (slot actions,
-  done calendar events) is not favoured because the table's prior for it looks good; its
+  done calendar events, Rhythm's blocks judged done) is not favoured because the table's prior for it looks good; its
   first suggestion says it is a try;
 - **habit** (``HABIT_WEIGHT``): what the person habitually does at that time of day (their
   slot actions of the last two weeks, by slot) is the prior of what they will accept;
 - **answers by context** (``AnswerBook``): the person's answers are keyed by the kind of day
   (after a night shift, before one, a work day, a free day) and the position in it (the first
   hours after waking, before a commitment, late, open) as well as slot and action; answers on
-  unlike days count ``UNLIKE_WEIGHT`` of their weight, and a *time* whose blocks are ignored
+  unlike days count (``UNLIKE_WEIGHT`` of their weight) only where there are none on like days, and a *time* whose blocks are ignored
   whatever they suggest stops being offered on days of that kind (``avoid_times``);
 - **recovery gates strain** (``recovery``): on a poor-recovery day (the wearable's recovery
   score low, HRV well below the person's baseline with a short night, or the day after a long
@@ -119,20 +119,27 @@ class AnswerBook:
                     self.ignored_at[(kind, a.slot, pos)].add(a.action)
 
     def counts(self, kind: str, slot: str, action: str) -> tuple[float, float]:
-        """(accepts, ignores) for an action in a slot of this kind of day; answers of unlike
-        kinds of day weighted ``UNLIKE_WEIGHT`` (answers of no known kind, stored before
-        contexts, count in full: slot and action were all they were keyed by), answers on
-        the action in other slots ``OTHER_SLOT_WEIGHT`` (not SLEEP: a night's bedtime, an
-        afternoon nap and a morning sleep-in are different asks)."""
-        acc = ign = 0.0
+        """(accepts, ignores) for an action in a slot of this kind of day (answers of no known
+        kind, stored before contexts, count in full: slot and action were all they were keyed
+        by); answers on the action in other slots weighted ``OTHER_SLOT_WEIGHT`` (not SLEEP: a
+        night's bedtime, an afternoon nap and a morning sleep-in are different asks). Answers
+        on unlike kinds of day count only when there are none on days of this kind, and then
+        ``UNLIKE_WEIGHT`` of theirs: what the person says on days like today is what counts,
+        and ignores after night shifts do not spill onto an ordinary day they answered."""
+        like = [0.0, 0.0]
+        unlike = [0.0, 0.0]
         for (k, s, a), (ac, ig) in self.acts.items():
             if a != action:
                 continue
             if s != slot and action == "SLEEP":
                 continue  # a bedtime kept says nothing of an afternoon nap
-            w = (1.0 if k in (kind, "?") else UNLIKE_WEIGHT) * (1.0 if s == slot else OTHER_SLOT_WEIGHT)
-            acc, ign = acc + w * ac, ign + w * ig
-        return acc, ign
+            w = 1.0 if s == slot else OTHER_SLOT_WEIGHT
+            into = like if k in (kind, "?") else unlike
+            into[0] += w * ac
+            into[1] += w * ig
+        if like[0] + like[1] > 0:
+            return like[0], like[1]
+        return UNLIKE_WEIGHT * unlike[0], UNLIKE_WEIGHT * unlike[1]
 
     def repeat_scale(self) -> np.ndarray:
         """(10,) per action: (2 x (1 - p(accept)))^2 clipped to [0, 1], p from its answers

@@ -137,6 +137,22 @@ def test_answers_on_unlike_days_count_little_and_old_answers_in_full():
         [Ans("morning", "EXERCISE", "ignore", "free_day/open")] * 2).penalty("free_day", "morning", "EXERCISE")
 
 
+def test_answers_on_days_like_today_replace_those_on_unlike_days():
+    """Where the person answered on days of today's kind, those are what count; answers on
+    unlike days count (a quarter) only where there are none of today's kind."""
+    from agent.day.objective import UNLIKE_WEIGHT
+
+    shifts = [Ans("afternoon", "ADMIN_WORK", "ignore", "after_night_shift/open")] * 3
+    free = [Ans("afternoon", "ADMIN_WORK", "accept", "free_day/open")] * 2
+    book = AnswerBook(shifts + free)
+    assert book.counts("free_day", "afternoon", "ADMIN_WORK") == (2.0, 0.0)  # no spill onto a free day
+    assert book.counts("after_night_shift", "afternoon", "ADMIN_WORK") == (0.0, 3.0)
+    only = AnswerBook(shifts)  # nothing said on free days: the unlike days speak, softly
+    assert only.counts("free_day", "afternoon", "ADMIN_WORK") == (0.0, pytest.approx(3 * UNLIKE_WEIGHT))
+    assert 0 < only.penalty("free_day", "afternoon", "ADMIN_WORK") < only.penalty("after_night_shift", "afternoon",
+                                                                                 "ADMIN_WORK")
+
+
 def test_an_action_ignored_in_every_slot_costs_in_a_new_one_and_a_slot_of_its_own_outweighs_the_rest():
     """Answers on the same action in other slots count OTHER_SLOT_WEIGHT: a person who ignores
     meditation in the morning and afternoon is not offered it in the evening as if unknown;
