@@ -14,9 +14,10 @@ days the planner's score (``horizon._score``) adds, to the expected meter reward
   slot actions of the last two weeks, by slot) is the prior of what they will accept;
 - **answers by context** (``AnswerBook``): the person's answers are keyed by the kind of day
   (after a night shift, before one, a work day, a free day) and the position in it (the first
-  hours after waking, before a commitment, late, open) as well as slot and action; answers on
-  unlike days count (``UNLIKE_WEIGHT`` of their weight) only where there are none on like days, and a *time* whose blocks are ignored
-  whatever they suggest stops being offered on days of that kind (``avoid_times``);
+  hours after waking, before a commitment, late, open) as well as slot and action; accepts on
+  unlike days count ``UNLIKE_WEIGHT`` of their weight, ignores on them only where there are no
+  answers on like days, and a *time* whose blocks are ignored whatever they suggest stops being
+  offered on days of that kind (``avoid_times``);
 - **recovery gates strain** (``recovery``): on a poor-recovery day (the wearable's recovery
   score low, HRV well below the person's baseline with a short night, or the day after a long
   night shift) no workout is planned, unless this person's own data says exercise lifts their
@@ -122,10 +123,10 @@ class AnswerBook:
         """(accepts, ignores) for an action in a slot of this kind of day (answers of no known
         kind, stored before contexts, count in full: slot and action were all they were keyed
         by); answers on the action in other slots weighted ``OTHER_SLOT_WEIGHT`` (not SLEEP: a
-        night's bedtime, an afternoon nap and a morning sleep-in are different asks). Answers
-        on unlike kinds of day count only when there are none on days of this kind, and then
-        ``UNLIKE_WEIGHT`` of theirs: what the person says on days like today is what counts,
-        and ignores after night shifts do not spill onto an ordinary day they answered."""
+        night's bedtime, an afternoon nap and a morning sleep-in are different asks). Accepts on
+        unlike kinds of day count ``UNLIKE_WEIGHT``; ignores on them count so only where the
+        person answered nothing on days of this kind: ignores after night shifts do not spill
+        onto an ordinary day they answered."""
         like = [0.0, 0.0]
         unlike = [0.0, 0.0]
         for (k, s, a), (ac, ig) in self.acts.items():
@@ -137,9 +138,10 @@ class AnswerBook:
             into = like if k in (kind, "?") else unlike
             into[0] += w * ac
             into[1] += w * ig
-        if like[0] + like[1] > 0:
-            return like[0], like[1]
-        return UNLIKE_WEIGHT * unlike[0], UNLIKE_WEIGHT * unlike[1]
+        # an accept says the action suits them; an ignore on an unlike day says as much about
+        # that day, so it counts only where they said nothing on days like today
+        ign = like[1] if like[0] + like[1] > 0 else UNLIKE_WEIGHT * unlike[1]
+        return like[0] + UNLIKE_WEIGHT * unlike[0], ign
 
     def repeat_scale(self) -> np.ndarray:
         """(10,) per action: (2 x (1 - p(accept)))^2 clipped to [0, 1], p from its answers

@@ -137,16 +137,16 @@ def test_answers_on_unlike_days_count_little_and_old_answers_in_full():
         [Ans("morning", "EXERCISE", "ignore", "free_day/open")] * 2).penalty("free_day", "morning", "EXERCISE")
 
 
-def test_answers_on_days_like_today_replace_those_on_unlike_days():
-    """Where the person answered on days of today's kind, those are what count; answers on
-    unlike days count (a quarter) only where there are none of today's kind."""
+def test_ignores_on_unlike_days_count_only_where_nothing_was_said_on_days_like_today():
+    """Where the person answered on days of today's kind, ignores on unlike days do not count
+    (they say as much about that day as about the action); accepts there count a quarter."""
     from agent.day.objective import UNLIKE_WEIGHT
 
     shifts = [Ans("afternoon", "ADMIN_WORK", "ignore", "after_night_shift/open")] * 3
     free = [Ans("afternoon", "ADMIN_WORK", "accept", "free_day/open")] * 2
     book = AnswerBook(shifts + free)
     assert book.counts("free_day", "afternoon", "ADMIN_WORK") == (2.0, 0.0)  # no spill onto a free day
-    assert book.counts("after_night_shift", "afternoon", "ADMIN_WORK") == (0.0, 3.0)
+    assert book.counts("after_night_shift", "afternoon", "ADMIN_WORK") == (pytest.approx(2 * UNLIKE_WEIGHT), 3.0)
     only = AnswerBook(shifts)  # nothing said on free days: the unlike days speak, softly
     assert only.counts("free_day", "afternoon", "ADMIN_WORK") == (0.0, pytest.approx(3 * UNLIKE_WEIGHT))
     assert 0 < only.penalty("free_day", "afternoon", "ADMIN_WORK") < only.penalty("after_night_shift", "afternoon",
