@@ -190,7 +190,7 @@ def _union_min(cs: Sequence[Commitment]) -> float:
 
 
 def belief_facts(belief: Sequence[float], sd: Sequence[float]) -> dict[str, Fact]:
-    names = (("social", "social", "outgoing", "recharges alone"),
+    names = (("social", "social", "outgoing", "someone who recharges alone"),
              ("morning", "morning", "a morning person", "an evening person"),
              ("work", "work", "energised by work", "drained by work"))
     out = {}

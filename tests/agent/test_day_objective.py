@@ -321,3 +321,14 @@ def test_the_objective_facts_are_the_slots_actions_below_the_favoured_one_and_an
     after = objective_facts(DayPlanner(free_day(answers=ignored)).plan(), block.slot)
     assert after[block.action] < facts[block.action] - 0.5
     assert objective_facts(plain, "no such slot") == {}
+
+
+def test_the_belief_sentences_read_as_english():
+    """"your data say you are ..." takes an adjective or a noun phrase in every direction."""
+    from agent.day.evidence import belief_facts
+
+    for b in ((0.9, 0.9, 0.9), (0.1, 0.1, 0.1)):
+        for f in belief_facts(b, (0.05, 0.05, 0.05)).values():
+            said = f.text.split("your data say you are ", 1)[1]
+            assert said.split(" (")[0] in ("outgoing", "someone who recharges alone", "a morning person",
+                                           "an evening person", "energised by work", "drained by work"), f.text
