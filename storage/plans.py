@@ -95,13 +95,16 @@ def answers(db: Database, implicit: bool = True) -> list[dict[str, Any]]:
     return out
 
 
+# a row of recommendations ``r`` belongs to its day's latest plan (the ones made together last)
+_OF_LATEST_PLAN = "r.created_at = (SELECT max(created_at) FROM recommendations q WHERE q.local_day = r.local_day)"
+
+
 def recent_blocks(db: Database, lo: date, hi: date) -> list[tuple[date, str, str, str]]:
     """(local_day, slot, action, kind) of the blocks of each day's latest plan in [lo, hi]:
     what Rhythm offered lately (the week's diminishing returns, agent.day.objective)."""
     return [(d, s, a, k or "block") for d, s, a, k in db.con.execute(
         "SELECT local_day, slot, action, kind FROM recommendations r WHERE local_day BETWEEN ? AND ? AND "
-        "created_at = (SELECT max(created_at) FROM recommendations q WHERE q.local_day = r.local_day) "
-        "ORDER BY local_day, start_ts NULLS LAST, id", [lo, hi]).fetchall()]
+        f"{_OF_LATEST_PLAN} ORDER BY local_day, start_ts NULLS LAST, id", [lo, hi]).fetchall()]
 
 
 def recent_bedtimes(db: Database, lo: date, hi: date) -> list[datetime]:
@@ -110,8 +113,7 @@ def recent_bedtimes(db: Database, lo: date, hi: date) -> list[datetime]:
     return [t for (t,) in db.con.execute(
         "SELECT start_ts FROM recommendations r WHERE local_day BETWEEN ? AND ? "
         "AND kind IN ('bedtime', 'early_night') AND start_ts IS NOT NULL AND "
-        "created_at = (SELECT max(created_at) FROM recommendations q WHERE q.local_day = r.local_day) "
-        "ORDER BY start_ts", [lo, hi]).fetchall()]
+        f"{_OF_LATEST_PLAN} ORDER BY start_ts", [lo, hi]).fetchall()]
 
 
 def latest_plan(db: Database, day: date) -> list[dict[str, Any]]:
