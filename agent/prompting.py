@@ -68,9 +68,10 @@ continues with what was *done* (or ``?``), so training inserts each answer as a 
 hidden from later tokens (``training.dataset``).
 :func:`observed_view` turns a real-data observation (filled meters) into what v4 shows.
 
-Formats ``rhythm v2`` (v1 without past beliefs) and ``rhythm v3`` (v4 without the filter's
-lines) were retired: no bundled model reads them, and :func:`check_prompt_format` refuses
-a model that says it does.
+Formats ``rhythm v2`` (v1 without past beliefs), ``rhythm v3`` (v4 without the filter's
+lines) and ``rhythm v5`` (v6 with the person's terms alone in its objective line) were
+retired: no bundled model reads them, and :func:`check_prompt_format` refuses a model that
+says it does.
 
 Untrusted text (calendar titles, free-text feedback) is stripped of control and format
 characters, newlines and double quotes, truncated, and written inside double quotes on a
@@ -105,18 +106,20 @@ FORMAT_VERSION = "rhythm v1"
 #: from. The student is left the part a filter cannot do: the plan. A model says which one
 #: it reads (GGUF key :data:`GGUF_FORMAT_KEY`, ``checkpoint.json``).
 FORMAT_V4 = "rhythm v4"
-#: ``rhythm v5``: the v4 week, and at the decision, right after ``SLOT:``, the day planner's
-#: objective line (:func:`objective_line`): each action the slot can hold with what the
-#: planner's objective adds to it beyond the meters (the person's answers, habits, novelty,
-#: repeats), so the model weighs the meters as it learned to and the person's terms as the
-#: planner does. Without a line (the simulator, the refine step's past answers) a v5 prompt
-#: is the v4 prompt: a v5 model reads both.
-FORMAT_V5 = "rhythm v5"
-PROMPT_FORMATS = (FORMAT_VERSION, FORMAT_V4, FORMAT_V5)
+#: ``rhythm v6``: the v4 week, and at the decision, right after ``SLOT:``, the day planner's
+#: objective line (:func:`objective_line`): each action the slot can hold with the planner's
+#: whole objective for it (the meters' expected rewards over its horizon and the person's
+#: terms: answers, habits, novelty, repeats), relative to the action it rates best, so the
+#: model reads what the planner will vet its pick by. Without a line (the simulator, the
+#: refine step's past answers) a v6 prompt is the v4 prompt: a v6 model reads both. (``rhythm
+#: v5`` had the same line with the person's terms alone, the meters' part left to the model;
+#: tried, never bundled, retired.)
+FORMAT_V6 = "rhythm v6"
+PROMPT_FORMATS = (FORMAT_VERSION, FORMAT_V4, FORMAT_V6)
 #: The formats that show a real week whole (``render_compact`` writes the v4 week for both).
-WEEK_FORMATS = (FORMAT_V4, FORMAT_V5)
+WEEK_FORMATS = (FORMAT_V4, FORMAT_V6)
 #: Formats of earlier students that this version no longer renders.
-RETIRED_FORMATS = ("rhythm v2", "rhythm v3")
+RETIRED_FORMATS = ("rhythm v2", "rhythm v3", "rhythm v5")
 GGUF_FORMAT_KEY = "rhythm.prompt_format"
 #: GGUF key of a student's action bias (``training.calibrate``): a JSON object of logit
 #: offsets by action name, added to each action's first token when the answer starts
@@ -670,14 +673,14 @@ def _render_v4(history: Sequence[Mapping[str, Any]], ctx: Mapping[str, Any]) -> 
     return "\n".join(lines) + f"\n{spec.SLOTS[t % spec.SLOTS_PER_DAY]}:"
 
 
-#: The objective line's numbers are clipped to this (reward units below the favoured action).
+#: The objective line's numbers are clipped to this (reward units below the best action).
 OBJECTIVE_FLOOR = -9.99
 
 
 def objective_line(facts: Mapping[str, float]) -> str:
-    """The v5 objective line for a decision: `` o`` and each action the slot can hold (in
-    action order) with what the planner's objective adds to it, relative to the action it
-    favours (0), then `` |``; the model's answer follows. ``facts``: action -> number
+    """The v6 objective line for a decision: `` o`` and each action the slot can hold (in
+    action order) with the planner's objective for it, relative to the action it rates
+    best (0), then `` |``; the model's answer follows. ``facts``: action -> number
     (``agent.day.objective_facts``); numbers only and action names, never free text. Empty
     facts: an empty line (the prompt is the v4 prompt)."""
     if not facts:
@@ -718,7 +721,7 @@ def observed_view(
 
 def check_prompt_format(fmt: Any) -> str:
     """``fmt`` if this version renders it (:data:`PROMPT_FORMATS`); a ValueError that says
-    so for a retired format (a model trained on v2 or v3) or any other value."""
+    so for a retired format (a model trained on v2, v3 or v5) or any other value."""
     if fmt in PROMPT_FORMATS:
         return fmt
     known = " and ".join(PROMPT_FORMATS)

@@ -117,7 +117,7 @@ def table(report: dict[str, Any], names: list[str]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", nargs="+", required=True, help="name=path.gguf (v4 students)")
+    ap.add_argument("--models", nargs="+", required=True, help="name=path.gguf (v4 or v6 students)")
     ap.add_argument("--shift", type=int, default=12, help="shift-people (seeds 0..N-1)")
     ap.add_argument("--streams", type=int, default=6, help="stream people (seeds 90,000,000 on)")
     ap.add_argument("--days", type=int, default=7, help="planned days per person")

@@ -17,9 +17,9 @@ open block of the current slot: ``rhythm.ask_model.ask_model``), the example is
 
 - the prompt: exactly what the product would give the model there
   (``rhythm.ask_model.model_prompt`` with ``week_fixed`` and the filters, format v4);
-- the objective line (``objective``): what the planner's objective adds to each action the
-  slot can hold (``agent.day.objective_facts``, ``agent.prompting.objective_line``); the
-  prompt of a v5 model is the prompt and this line;
+- the objective line (``objective``): the planner's objective for each action the slot can
+  hold, relative to the best (``agent.day.objective_facts``, ``agent.prompting.objective_line``); the
+  prompt of a v6 model is the prompt and this line;
 - the answer: the planner's block action for the slot and its belief (the filter's median
   of the three traits), ``ACTION b=S,M,W``.
 

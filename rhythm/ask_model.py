@@ -155,12 +155,12 @@ def model_prompt(
     meter that was not observed and every slot nobody classified written ``?``
     (``agent.prompting.observed_view``), the week's fixed slots as ``cal`` lines and this
     week's answers as ``fb`` lines, and the filter's belief before each slot
-    (``filters``, ``rhythm.belief_filter.person_filters``). Format v5: the same, and after
+    (``filters``, ``rhythm.belief_filter.person_filters``). Format v6: the same, and after
     it the planner's ``objective`` line (``agent.prompting.objective_line``;
     ``agent.day.objective_facts``). Raises ModelError for another format (no model a real
     day asks reads one) and ValueError when there is nothing to render."""
     from agent.prompting import (
-        FORMAT_V5,
+        FORMAT_V6,
         WEEK_FORMATS,
         objective_line,
         observed_view,
@@ -181,7 +181,7 @@ def model_prompt(
         raise ValueError("a v4 prompt needs the filter's beliefs")
     context: dict[str, Any] = {"events": fixed, "feedback": fb, "observe": "noisy", "filters": filters}
     text = render_compact(history, context, fmt=fmt)
-    return text + objective_line(objective or {}) if fmt == FORMAT_V5 else text
+    return text + objective_line(objective or {}) if fmt == FORMAT_V6 else text
 
 
 def model_format(model: Any, path: Path) -> str:
@@ -226,15 +226,15 @@ def ask_model(
 def _pick(path: Path, data: DayData, fixed: list[dict[str, Any]], filters: dict[int, list[float]],
           dp: Any, slot: str) -> tuple[int | None, str]:
     """The model's action for ``slot`` of the plan ``dp``: it chooses among what the slot can
-    hold (its grammar says so), never an action the day has no time for; a v5 model also
-    reads what the planner's objective adds to each."""
+    hold (its grammar says so), never an action the day has no time for; a v6 model also
+    reads the planner's objective for each."""
     from agent.day import objective_facts, slot_actions
-    from agent.prompting import FORMAT_V5, output_grammar, parse_output
+    from agent.prompting import FORMAT_V6, output_grammar, parse_output
     from agent.runtime import load_model
 
     model = load_model(path)
     fmt = model_format(model, path)
-    objective = objective_facts(dp, slot) if fmt == FORMAT_V5 else None
+    objective = objective_facts(dp, slot) if fmt == FORMAT_V6 else None
     try:
         prompt = model_prompt(data.week, fixed, data.feedback, fmt, filters=filters, objective=objective)
     except ValueError as exc:  # a malformed observation: never a crash, the planner decides

@@ -177,7 +177,7 @@ def plot(report: dict[str, Any], path: Path) -> Path:
 def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     import torch
 
-    from agent.prompting import FORMAT_V4, FORMAT_V5, GGUF_ACTION_BIAS_KEY, format_action_bias
+    from agent.prompting import FORMAT_V4, FORMAT_V6, GGUF_ACTION_BIAS_KEY, format_action_bias
     from simulator import spec
     from training.batches import action_logits, load_split, prompt_format_of
     from training.checkpoints import gguf_prompt_format, load_gguf_student
@@ -193,7 +193,7 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     src = Path(args.model)
     fmt = gguf_prompt_format(src)
     data_fmt = prompt_format_of(args.data)
-    if data_fmt != fmt and not (fmt == FORMAT_V5 and data_fmt == FORMAT_V4):  # a v5 model reads v4 weeks
+    if data_fmt != fmt and not (fmt == FORMAT_V6 and data_fmt == FORMAT_V4):  # a v6 model reads v4 weeks
         raise ValueError(f"{args.data} is in {data_fmt!r}, the model reads {fmt!r}")
     out = prepare_output(args.out, "calibrate", args, [src])
     model, tok = load_gguf_student(src)

@@ -107,7 +107,7 @@ def encode_inserted(
     after its step's ``SLOT:``, marked as the target (``mask``) and hidden from every later
     token (``hide`` numbers the answers from 1), so the tokens after it read exactly the
     prompt of the next step (:func:`training.batches.hidden_belief_layout`). An answer given
-    as ``(context, answer)`` (a v5 decision: the planner's objective line, then the answer)
+    as ``(context, answer)`` (a v6 decision: the planner's objective line, then the answer)
     inserts both, hidden alike; only the answer is the target."""
     enc = tok.encode(text)
     points = [m.end() for m in _STEP_RE.finditer(text)]

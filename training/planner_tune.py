@@ -10,7 +10,7 @@ BOS post-processor) and writes a new Q8_0 GGUF of the same prompt format:
    decision's answer inserted at the end of its own prompt and hidden from the tokens after
    it (``training.dataset.encode_inserted``, the v4 layout of stage 2): exactly the prompts
    the product gives the model. Decisions with the planner's objective line (``objective``,
-   ``lab.planner_days``) make a v5 student: the line is inserted before the answer, read but
+   ``lab.planner_days``) make a v6 student: the line is inserted before the answer, read but
    not a target, and hidden like it; ``no_objective`` of them go without it, so the student
    also reads v4 prompts (the simulator's, the refine step's). Whole people are held out for validation;
 2. SFT from the GGUF's weights (``training.sft`` with ``init_from``; the loss on the answer
@@ -70,7 +70,7 @@ class Args:
     threads: int = help_field(2, "torch threads")
     parity_prompts: int = help_field(48, "held-out prompts for the llama.cpp parity check")
     seed: int = help_field(0, "seed (split, batch order)")
-    no_objective: float = help_field(0.15, "share of v5 decisions trained without their objective line")
+    no_objective: float = help_field(0.15, "share of v6 decisions trained without their objective line")
 
 
 def week_groups(examples: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -97,7 +97,7 @@ def week_groups(examples: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 def with_objective(ex: dict[str, Any], rng: np.random.Generator | None, no_objective: float) -> str | tuple[str, str]:
     """A decision's answer as ``encode_inserted`` inserts it: ``(objective line, answer)``
-    for a v5 decision (but a ``no_objective`` share of them, by ``rng``), else the answer."""
+    for a v6 decision (but a ``no_objective`` share of them, by ``rng``), else the answer."""
     line = ex.get("objective") or ""
     if not line or (rng is not None and rng.random() < no_objective):
         return ex["answer"]
@@ -105,10 +105,10 @@ def with_objective(ex: dict[str, Any], rng: np.random.Generator | None, no_objec
 
 
 def prompt_format_of(examples: list[dict[str, Any]]) -> str:
-    """v5 when the decisions carry the planner's objective line, else v4."""
-    from agent.prompting import FORMAT_V4, FORMAT_V5
+    """v6 when the decisions carry the planner's objective line, else v4."""
+    from agent.prompting import FORMAT_V4, FORMAT_V6
 
-    return FORMAT_V5 if any("objective" in ex for ex in examples) else FORMAT_V4
+    return FORMAT_V6 if any("objective" in ex for ex in examples) else FORMAT_V4
 
 
 def encode_week(tok, group: list[dict[str, Any]], rng: np.random.Generator | None = None,

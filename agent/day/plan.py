@@ -60,10 +60,8 @@ from agent.day.evidence import (
 from agent.day.horizon import (
     INFO_WEIGHT,
     expected_effect,
-    objective_terms,
     plan_horizon,
     position_values,
-    with_each,
 )
 from agent.day.objective import (
     HABIT_WEIGHT,
@@ -587,20 +585,27 @@ def _allowed_at(dp: DayPlan, pos: int | None) -> list[int]:
 
 
 def objective_facts(dp: DayPlan, slot: str) -> dict[str, float]:
-    """What the planner's objective adds to each action today's ``slot`` can hold, beyond the
-    meters' expected rewards (``horizon.objective_terms``: the person's answers on days of
-    this kind, their habits at this time, no favour for what they have never done, what Rhythm
-    offered the last six days and what trying it would teach), relative to the action it
-    favours most (0; the others below): the facts a v5 model weighs with its own reading of
-    the meters ({} for a slot with no open time)."""
+    """The planner's objective for each action today's ``slot`` can hold, the rest of the plan
+    unchanged (``horizon.position_values``: the meters' expected rewards over the horizon
+    under the belief's samples, and the person's answers on days of this kind, their habits
+    at this time, no favour for what they have never done, what Rhythm offered the last six
+    days and what trying it would teach), relative to the action it rates best (0; the others
+    below): the numbers ``with_model_pick`` vets a model's pick by, and what a v6 model reads
+    ({} for a slot with no open time)."""
     pos = _position_of(dp, slot)
     allowed = _allowed_at(dp, pos)
     if not allowed:
         return {}
+    values = _values_at(dp, pos, allowed)
+    best = max(values.values())
+    return {ACTIONS[a]: v - best for a, v in values.items()}
+
+
+def _values_at(dp: DayPlan, pos: int, allowed: list[int]) -> dict[int, float]:
+    """The plan's objective with each of ``allowed`` at ``pos`` (``horizon.position_values``)."""
     ctx = dp._ctx
-    terms = objective_terms(with_each(ctx["plan"], pos, allowed), ctx["slot0"], ctx["penalty"], ctx["info"],
-                            ctx["variety"])
-    return {ACTIONS[a]: float(v - terms.max()) for a, v in zip(allowed, terms, strict=True)}
+    return position_values(ctx["model"], ctx["plan"], ctx["meters"], ctx["slot0"], pos, allowed, ctx["penalty"],
+                           ctx["info"], ctx["variety"])
 
 
 def with_model_pick(planner: DayPlanner, dp: DayPlan, slot: str, action: str, model_name: str) -> tuple[bool, str]:
@@ -621,8 +626,7 @@ def with_model_pick(planner: DayPlanner, dp: DayPlan, slot: str, action: str, mo
     if action == current.action:
         dp.blocks[dp.blocks.index(current)] = replace(current, chosen_by=model_name)
         return True, f"{model_name} agrees: {action} in the {slot}"
-    values = position_values(ctx["model"], ctx["plan"], ctx["meters"], ctx["slot0"], pos, allowed, ctx["penalty"],
-                             ctx["info"], ctx["variety"])
+    values = _values_at(dp, pos, allowed)
     best, worst = max(values.values()), min(values.values())
     drop = values[ACTIONS.index(current.action)] - values[a]
     if drop > 0.02 and drop > CLEARLY_WORSE * (best - worst):

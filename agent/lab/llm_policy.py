@@ -48,7 +48,7 @@ class LLMPolicy:
     budget. ``chat_rows``: history rows in the chat form (the compact form always shows the
     whole week). ``prompt_format``: the compact format (:data:`agent.prompting.PROMPT_FORMATS`);
     by default the model's own (its ``prompt_format`` attribute, read from the GGUF), else v1;
-    a format this version does not render (a retired v2 or v3 student) raises ValueError.
+    a format this version does not render (a retired v2, v3 or v5 student) raises ValueError.
     ``belief_median``: where the model offers it (llama.cpp), each belief number is the median
     of the model's distribution over ``00``..``99`` rather than its mode (lower absolute error).
 

@@ -89,7 +89,7 @@ class StudentPolicy:
 
     @property
     def reads_filter(self) -> bool:
-        """Whether the prompt is of the product's shape (format v4 or v5, without an objective line): what is not known shown
+        """Whether the prompt is of the product's shape (format v4 or v6, without an objective line): what is not known shown
         as ``?``, the whole week's answers, the Bayesian filter's belief before each step."""
         return self.llm.prompt_format in WEEK_FORMATS
 

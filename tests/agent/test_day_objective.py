@@ -306,15 +306,21 @@ def test_shift_end_helper_is_elapsed_time():
     assert after_hours(at(DAY, 19), 13) == datetime.combine(DAY + timedelta(days=1), time(8), tzinfo=NY)
 
 
-# -- the objective line a v5 model reads ----------------------------------------------------------
-def test_the_objective_facts_are_the_slots_actions_below_the_favoured_one_and_answers_move_them():
-    from agent.day import objective_facts, slot_actions
+# -- the objective line a v6 model reads ----------------------------------------------------------
+def test_the_objective_facts_are_the_slots_actions_below_the_best_one_and_answers_move_them():
+    from agent.day import objective_facts, slot_actions, with_model_pick
 
-    plain = DayPlanner(free_day()).plan()
+    planner = DayPlanner(free_day())
+    plain = planner.plan()
     block = non_sleep(plain)[0]
     facts = objective_facts(plain, block.slot)
     assert sorted(facts) == sorted(slot_actions(plain, block.slot)) and len(facts) >= 2
-    assert max(facts.values()) == 0.0
+    assert max(facts.values()) == 0.0 and facts[block.action] == 0.0  # the planner's pick is the best
+    # the numbers are the ones a model's pick is vetted by: the worst is refused, the best stands
+    worst = min(facts, key=facts.get)
+    assert facts[worst] < -0.1
+    assert not with_model_pick(planner, plain, block.slot, worst, "llm:test")[0]
+    assert with_model_pick(planner, plain, block.slot, block.action, "llm:test")[0]
     # the person ignored this block's action in this slot on days of this kind, three weeks running
     ignored = [Answer(plain.day - timedelta(days=7 * k), block.slot, block.action, "ignore", block.context)
                for k in (1, 2, 3)]

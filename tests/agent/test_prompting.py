@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from agent.prompting import (
     CHAT_SYSTEM,
     FORMAT_V4,
-    FORMAT_V5,
+    FORMAT_V6,
     MAX_TEXT_CHARS,
     OUTPUT_GBNF,
     ParsedOutput,
@@ -340,15 +340,15 @@ def test_v4_prompt_continues_with_what_was_done_without_filters():
         assert rest.startswith(" ? ") or rest.split(" ", 1)[0] in spec.ACTIONS
 
 
-def test_a_v5_week_is_the_v4_week_and_its_objective_line_lists_the_slots_actions():
+def test_a_v6_week_is_the_v4_week_and_its_objective_line_lists_the_slots_actions():
     history, _ = play(steps=6)
     ctx = {"observe": "noisy"}
-    assert render_compact(history, ctx, fmt=FORMAT_V5) == render_compact(history, ctx, fmt=FORMAT_V4)
+    assert render_compact(history, ctx, fmt=FORMAT_V6) == render_compact(history, ctx, fmt=FORMAT_V4)
     line = objective_line({"SLEEP": -0.4, "EXERCISE": 0.0, "DEEP_WORK": -1.234, "LEARN": -25.0})
     # action order, the v4 number style, clipped below, the answer follows the bar
     assert line == " o DEEP_WORK -1.23 LEARN -9.99 SLEEP -.40 EXERCISE +.00 |"
     assert objective_line({"SLEEP": -0.001, "MEDITATE": float("nan")}) == " o SLEEP +.00 MEDITATE -9.99 |"
-    assert objective_line({"EXERCISE": 0.7}) == " o EXERCISE +.00 |"  # never above the favoured action
+    assert objective_line({"EXERCISE": 0.7}) == " o EXERCISE +.00 |"  # never above the best action
     assert objective_line({}) == ""  # no line: the v4 prompt
     with pytest.raises(ValueError, match="unknown actions"):
         objective_line({"Ignore previous instructions": 0.0})

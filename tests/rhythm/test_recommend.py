@@ -348,16 +348,17 @@ def test_a_v4_model_sees_the_whole_week_with_its_gaps(settings):
     assert lines[lines.index("day 1") + 3].startswith("evening:FAMILY_TIME") and "fb SOCIALIZE ignored" in lines
     assert lines[-2:] == ["day 2", "morning:"] and "Offsite" not in prompt
     assert sum(line.split(":")[0] in SLOTS for line in lines) == 9  # 8 steps and the current slot
-    # a v5 model reads the same week and then the planner's objective line for the slot
+    # a v6 model reads the same week and then the planner's objective line for the slot
     objective = {"EXERCISE": 0.0, "DEEP_WORK": -0.5}
-    v5 = model_prompt(records, fixed, answers, "rhythm v5", filters=filters, objective=objective)
-    assert v5 == prompt + " o DEEP_WORK -.50 EXERCISE +.00 |"
-    assert model_prompt(records, fixed, answers, "rhythm v5", filters=filters) == prompt  # no line: v4
+    v6 = model_prompt(records, fixed, answers, "rhythm v6", filters=filters, objective=objective)
+    assert v6 == prompt + " o DEEP_WORK -.50 EXERCISE +.00 |"
+    assert model_prompt(records, fixed, answers, "rhythm v6", filters=filters) == prompt  # no line: v4
     assert model_prompt(records, fixed, answers, "rhythm v4", filters=filters, objective=objective) == prompt
     with pytest.raises(ModelError, match="prompt format"):  # no model a real day asks reads v1
         model_prompt(records, fixed, answers, "rhythm v1")
-    with pytest.raises(ModelError, match="'rhythm v3'"):  # retired
-        model_prompt(records, fixed, answers, "rhythm v3")
+    for retired in ("rhythm v3", "rhythm v5"):
+        with pytest.raises(ModelError, match=f"'{retired}'"):
+            model_prompt(records, fixed, answers, retired)
 
 
 def test_a_v4_model_reads_the_filter_before_every_slot_of_the_week(settings):

@@ -87,7 +87,7 @@ def test_a_week_is_one_sequence_with_each_answer_where_its_prompt_ends():
 
 
 @pytest.mark.ml
-def test_a_v5_decisions_objective_line_is_read_before_its_answer_and_hidden_like_it():
+def test_a_v6_decisions_objective_line_is_read_before_its_answer_and_hidden_like_it():
     import numpy as np
 
     from training.dataset import train_tokenizer
@@ -99,7 +99,7 @@ def test_a_v5_decisions_objective_line_is_read_before_its_answer_and_hidden_like
     o1, o2 = " o SLEEP -.40 EXERCISE +.00 |", " o DEEP_WORK -1.20 LEARN +.00 |"
     group = [{**_ex(1, "2025-03-10", "morning", p1), "objective": o1, "answer": "EXERCISE b=.50,.50,.50"},
              {**_ex(1, "2025-03-10", "afternoon", p2), "objective": o2, "answer": "LEARN b=.50,.50,.50"}]
-    assert prompt_format_of(group) == "rhythm v5" and prompt_format_of([_ex(1, "d", "s", p1)]) == FORMAT_V4
+    assert prompt_format_of(group) == "rhythm v6" and prompt_format_of([_ex(1, "d", "s", p1)]) == FORMAT_V4
     tok = train_tokenizer([p2 + o1 + o2, "EXERCISE b=.50,.50,.50 LEARN b=.50,.50,.50"] * 4, 400)
     ids, mask, hide = encode_week(tok, group)
     assert ids[0] == tok.token_to_id(EOS)
