@@ -678,22 +678,23 @@ OBJECTIVE_FLOOR = -9.99
 
 
 def objective_line(facts: Mapping[str, float]) -> str:
-    """The v6 objective line for a decision: `` o`` and each action the slot can hold (in
-    action order) with the planner's objective for it, relative to the action it rates
-    best (0), then `` |``; the model's answer follows. ``facts``: action -> number
-    (``agent.day.objective_facts``); numbers only and action names, never free text. Empty
-    facts: an empty line (the prompt is the v4 prompt)."""
+    """The v6 objective line for a decision: `` o`` and each action the slot can hold with
+    the planner's objective for it, relative to the action it rates best (``+.00``), best
+    first (as shown; ties in action order), then `` |``; the model's answer follows.
+    ``facts``: action -> number (``agent.day.objective_facts``); numbers only and action
+    names, never free text. Empty facts: an empty line (the prompt is the v4 prompt)."""
     if not facts:
         return ""
-    parts = []
-    for name in spec.ACTIONS:
-        if name in facts:
-            v = float(facts[name]) if np.isfinite(facts[name]) else OBJECTIVE_FLOOR
-            parts.append(f"{name} {_signed(min(0.0, v), -OBJECTIVE_FLOOR)}")
     unknown = set(facts) - set(spec.ACTIONS)
     if unknown:
         raise ValueError(f"objective facts for unknown actions {sorted(unknown)}")
-    return " o " + " ".join(parts) + " |"
+    shown = []
+    for a, name in enumerate(spec.ACTIONS):
+        if name in facts:
+            v = float(facts[name]) if np.isfinite(facts[name]) else OBJECTIVE_FLOOR
+            text = _signed(min(0.0, v), -OBJECTIVE_FLOOR)
+            shown.append((float(text), a, f"{name} {text}"))
+    return " o " + " ".join(part for _v, _a, part in sorted(shown, key=lambda t: (-t[0], t[1]))) + " |"
 
 
 def observed_view(

@@ -345,9 +345,11 @@ def test_a_v6_week_is_the_v4_week_and_its_objective_line_lists_the_slots_actions
     ctx = {"observe": "noisy"}
     assert render_compact(history, ctx, fmt=FORMAT_V6) == render_compact(history, ctx, fmt=FORMAT_V4)
     line = objective_line({"SLEEP": -0.4, "EXERCISE": 0.0, "DEEP_WORK": -1.234, "LEARN": -25.0})
-    # action order, the v4 number style, clipped below, the answer follows the bar
-    assert line == " o DEEP_WORK -1.23 LEARN -9.99 SLEEP -.40 EXERCISE +.00 |"
-    assert objective_line({"SLEEP": -0.001, "MEDITATE": float("nan")}) == " o SLEEP +.00 MEDITATE -9.99 |"
+    # best first, the v4 number style, clipped below, the answer follows the bar
+    assert line == " o EXERCISE +.00 SLEEP -.40 DEEP_WORK -1.23 LEARN -9.99 |"
+    # what reads as a tie is in action order; what cannot be rated is last
+    assert objective_line({"MEDITATE": float("nan"), "EXERCISE": 0.0, "SLEEP": -0.001}) == \
+        " o SLEEP +.00 EXERCISE +.00 MEDITATE -9.99 |"
     assert objective_line({"EXERCISE": 0.7}) == " o EXERCISE +.00 |"  # never above the best action
     assert objective_line({}) == ""  # no line: the v4 prompt
     with pytest.raises(ValueError, match="unknown actions"):

@@ -351,7 +351,7 @@ def test_a_v4_model_sees_the_whole_week_with_its_gaps(settings):
     # a v6 model reads the same week and then the planner's objective line for the slot
     objective = {"EXERCISE": 0.0, "DEEP_WORK": -0.5}
     v6 = model_prompt(records, fixed, answers, "rhythm v6", filters=filters, objective=objective)
-    assert v6 == prompt + " o DEEP_WORK -.50 EXERCISE +.00 |"
+    assert v6 == prompt + " o EXERCISE +.00 DEEP_WORK -.50 |"
     assert model_prompt(records, fixed, answers, "rhythm v6", filters=filters) == prompt  # no line: v4
     assert model_prompt(records, fixed, answers, "rhythm v4", filters=filters, objective=objective) == prompt
     with pytest.raises(ModelError, match="prompt format"):  # no model a real day asks reads v1
