@@ -79,12 +79,24 @@ def softmax_nll(logits: np.ndarray, y: np.ndarray, bias: np.ndarray) -> float:
     return float(-logp[np.arange(len(y)), y].mean())
 
 
-def fit_nll(logits: np.ndarray, y: np.ndarray, l2: float, iters: int = 500) -> np.ndarray:
-    """Offsets minimising mean cross-entropy + ``l2`` * |b|^2 (Newton steps; the Hessian of
-    the cross-entropy in b is the mean of diag(p) - p p^T)."""
+def fit_nll(logits: np.ndarray, y: np.ndarray, l2: float, iters: int = 500,
+            bound: float | None = None) -> np.ndarray:
+    """Offsets (mean 0, each within ``bound`` if given) minimising mean cross-entropy +
+    ``l2`` * |b|^2: Newton steps (the Hessian of the cross-entropy in b is the mean of
+    diag(p) - p p^T), each halved until the objective falls, so the result is never worse
+    than no offset (a peaked model's near-singular Hessian once sent plain Newton far off)."""
     k = logits.shape[1]
     onehot = np.eye(k)[y]
+
+    def objective(b: np.ndarray) -> float:
+        return softmax_nll(logits, y, b) + l2 * float(b @ b)
+
+    def feasible(b: np.ndarray) -> np.ndarray:
+        b = b - b.mean()  # the cross-entropy does not see a shift of every offset
+        return b if bound is None else np.clip(b, -bound, bound)
+
     b = np.zeros(k)
+    f = objective(b)
     for _ in range(iters):
         z = logits + b
         p = np.exp(z - z.max(axis=1, keepdims=True))
@@ -92,10 +104,20 @@ def fit_nll(logits: np.ndarray, y: np.ndarray, l2: float, iters: int = 500) -> n
         grad = (p - onehot).mean(axis=0) + 2 * l2 * b
         hess = np.diag(p.mean(axis=0)) - p.T @ p / len(p) + 2 * l2 * np.eye(k) + 1e-9 * np.eye(k)
         step = np.linalg.solve(hess, grad)
-        b -= step
-        if np.abs(step).max() < 1e-7:
+        t = 1.0
+        while t > 1e-6:
+            cand = feasible(b - t * step)
+            fc = objective(cand)
+            if fc <= f:
+                break
+            t /= 2
+        else:
+            break  # no step lowers the objective: b is the optimum within reach
+        moved = np.abs(cand - b).max()
+        b, f = cand, fc
+        if moved < 1e-7:
             break
-    return b - b.mean()
+    return b
 
 
 def fit_counts(logits: np.ndarray, y: np.ndarray, iters: int = 400, rate: float = 0.2) -> np.ndarray:
@@ -233,7 +255,7 @@ def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     check_weeks = check_split(offset, args.check_share, args.seed)
     on_check = check_weeks[w]
     fit_z, fit_y, chk_z, chk_y = z[~on_check], y[~on_check], z[on_check], y[on_check]
-    bias = fit_nll(fit_z, fit_y, args.l2) if args.objective == "nll" else fit_counts(fit_z, fit_y)
+    bias = fit_nll(fit_z, fit_y, args.l2, bound=args.max_bias) if args.objective == "nll" else fit_counts(fit_z, fit_y)
     bias = np.clip(bias, -args.max_bias, args.max_bias)
     zero = np.zeros(len(actions))
     report = {

@@ -39,6 +39,20 @@ def test_nll_fit_recovers_the_lean_and_lowers_the_cross_entropy():
     assert np.abs(fit_nll(z, y, l2=1.0)).max() < 0.5 * np.abs(b).max()
 
 
+def test_nll_fit_of_a_peaked_model_within_a_bound_is_never_worse_than_no_offset():
+    """A confident model (large logit gaps, some actions never chosen by the teacher): the
+    offsets stay within the bound and lower the cross-entropy; plain Newton steps once went
+    far off here, and clipping them made it worse than no offset."""
+    z, y, _ = leaning_scores(seed=2)
+    z = 25.0 * z
+    y = np.where(y >= 8, 0, y)  # the teacher never picks the last two actions
+    before = softmax_nll(z, y, np.zeros(spec.N_ACTIONS))
+    for l2 in (0.0, 0.01):
+        b = fit_nll(z, y, l2=l2, bound=2.0)
+        assert np.abs(b).max() <= 2.0 + 1e-12
+        assert softmax_nll(z, y, b) + l2 * float(b @ b) <= before
+
+
 def test_counts_fit_brings_each_greedy_count_to_the_teachers():
     z, y, _ = leaning_scores(seed=1)
     want = np.bincount(y, minlength=spec.N_ACTIONS)
