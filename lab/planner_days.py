@@ -124,13 +124,14 @@ def home_of(person: Generated, root: Path) -> Any:
     return person_settings(Person(person.name, person.zone, person.days[-1], person.records), root)
 
 
-def ask_times(seed: int, days: list[date], tz: Any) -> list[tuple[date, int, datetime]]:
-    """(day, slot, local time) of every decision: a drawn time in each asked slot."""
+def ask_times(seed: int, days: list[date], tz: Any, run_share: float = RUN_SHARE) -> list[tuple[date, int, datetime]]:
+    """(day, slot, local time) of every decision: a drawn time in each asked slot; ``run_share``
+    of the mornings at the daily run's hours (``RUN_HOURS``)."""
     rng = np.random.default_rng([int(seed), TIME_STREAM])
     out = []
     for d in days:
         for slot, (lo, hi) in ASK_HOURS.items():
-            at_run = rng.random() < RUN_SHARE
+            at_run = rng.random() < run_share
             if slot == 0 and at_run:
                 lo, hi = RUN_HOURS
             minutes = int(round(rng.uniform(lo, hi) * 60 / 5) * 5)
@@ -175,7 +176,8 @@ def decide(db: Any, settings: Any, day: date, now: datetime, model: Path | None 
 
 
 def person_decisions(seed: int, days: int, shift_share: float = SHIFT_SHARE,
-                     model: Path | None = None, kind: str | None = None) -> list[dict[str, Any]]:
+                     model: Path | None = None, kind: str | None = None,
+                     run_share: float = RUN_SHARE) -> list[dict[str, Any]]:
     """Every decision of the person of ``seed`` (module docstring; ``kind``:
     ``generated_person``)."""
     from storage import open_db
@@ -186,7 +188,7 @@ def person_decisions(seed: int, days: int, shift_share: float = SHIFT_SHARE,
         s = home_of(person, Path(tmp))
         tz = ZoneInfo(person.zone)
         with open_db(s.database) as db:
-            for d, _slot, now in ask_times(seed, person.days, tz):
+            for d, _slot, now in ask_times(seed, person.days, tz, run_share):
                 row = decide(db, s, d, now, model)
                 if row is not None:
                     out.append({"format": FORMAT, "seed": int(seed), "person": person.name, "kind": person.kind,
@@ -194,24 +196,27 @@ def person_decisions(seed: int, days: int, shift_share: float = SHIFT_SHARE,
     return out
 
 
-def _job(unit: tuple[int, int, float]) -> list[str]:
+def _job(unit: tuple[int, int, float, float]) -> list[str]:
     import os
 
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    seed, days, share = unit
-    return [json.dumps(r, separators=(",", ":")) for r in person_decisions(seed, days, share)]
+    seed, days, share, run_share = unit
+    return [json.dumps(r, separators=(",", ":")) for r in person_decisions(seed, days, share, run_share=run_share)]
 
 
 def write_examples(out: Path, people: int, seed_start: int, days: int, workers: int = 2,
                    shift_share: float = SHIFT_SHARE, progress: Callable[[int, int], None] | None = None,
-                   executor: Any = None) -> dict[str, Any]:
+                   executor: Any = None, run_share: float = RUN_SHARE) -> dict[str, Any]:
     """Write ``out/examples.jsonl`` (one person is one unit; resumable) and return a summary."""
     from training.executors import LocalPool, unit_lines
 
     out.mkdir(parents=True, exist_ok=True)
     t0 = _time.time()
-    units = [(s, int(days), float(shift_share)) for s in range(int(seed_start), int(seed_start) + int(people))]
+    if not 0.0 <= run_share <= 1.0:
+        raise ValueError(f"run_share must be within 0 and 1, not {run_share}")
+    units = [(s, int(days), float(shift_share), float(run_share))
+             for s in range(int(seed_start), int(seed_start) + int(people))]
     finished = 0
 
     def person_done(_lines: int) -> None:
@@ -231,6 +236,7 @@ def write_examples(out: Path, people: int, seed_start: int, days: int, workers: 
     seconds = _time.time() - t0
     summary = {
         "format": FORMAT, "people": len(units), "seed_start": int(seed_start), "days": int(days),
+        "run_share": float(run_share),
         "decisions": n, "planner_actions": dict(sorted(actions.items())), "kinds": dict(sorted(kinds.items())),
         "seconds": round(seconds, 1), "decisions_per_second": round(n / seconds, 2) if seconds else None,
     }

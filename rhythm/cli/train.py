@@ -148,6 +148,8 @@ def planner_days_cmd(
     seed_start: int = typer.Option(3_000_000, "--seed-start", min=0, help="First person's seed."),
     days: int = typer.Option(10, "--days", min=1, help="Planned days per person."),
     workers: int = typer.Option(2, "--workers", min=1, help="Worker processes."),
+    run_share: float = typer.Option(0.5, "--run-share", min=0.0, max=1.0,
+                                    help="Share of the morning asks at the daily run's hours (06:00-07:30)."),
     json_out: bool = _JSON,
 ) -> None:
     """Stage 1c: decisions labelled by the day planner (issue 37): generated people stored and
@@ -160,7 +162,7 @@ def planner_days_cmd(
     from lab.planner_days import write_examples
 
     with _progress() as update:
-        summary = write_examples(Path(out), people, seed_start, days, workers,
+        summary = write_examples(Path(out), people, seed_start, days, workers, run_share=run_share,
                                  progress=lambda n, total: update("planner-days", n, total))
     if json_out:
         print_json(summary)

@@ -8,7 +8,7 @@ import pytest
 
 from agent.prompting import FORMAT_V4, parse_output
 from common.records import ACTIONS, Event
-from lab.planner_days import ASK_HOURS, generated_person, person_decisions
+from lab.planner_days import ASK_HOURS, RUN_HOURS, ask_times, generated_person, person_decisions, write_examples
 from training.planner_tune import week_groups
 
 SLOT_NAMES = ("morning", "afternoon", "evening")
@@ -34,18 +34,33 @@ def test_a_generated_persons_decisions_are_product_prompts_with_the_planners_ans
         assert parsed.valid
         assert parsed.action == r["action"]
         assert r["action"] in ACTIONS
-        # the planner's objective line: the actions the slot can hold, in action order, each
-        # below the one the objective favours (+.00); the planner's pick is one of them
+        # the planner's objective line: the actions the slot can hold, best first (+.00), the
+        # others below it; the planner's pick is rated best
         line = r["objective"]
         assert line.startswith(" o ") and line.endswith(" |")
         words = line[3:-2].split()
         names, numbers = words[0::2], [float(x) for x in words[1::2]]
-        assert r["action"] in names
-        assert names == [a for a in ACTIONS if a in names]
-        assert max(numbers) == 0.0 and all(n <= 0.0 for n in numbers)
+        assert len(set(names)) == len(names) and set(names) <= set(ACTIONS)
+        assert numbers == sorted(numbers, reverse=True) and numbers[0] == 0.0
+        assert r["action"] in [n for n, v in zip(names, numbers, strict=True) if v == 0.0]
     # the same seed gives the same decisions (the file is the same for any number of workers)
     assert [(r["day"], r["at"], r["action"]) for r in person_decisions(seed, days=2, kind="shift")] == [
         (r["day"], r["at"], r["action"]) for r in rows]
+
+
+def test_run_share_puts_that_share_of_the_mornings_at_the_daily_runs_hours(tmp_path):
+    from datetime import date, timedelta
+    from zoneinfo import ZoneInfo
+
+    days = [date(2025, 3, 3) + timedelta(days=k) for k in range(40)]
+
+    def morning_hours(share: float) -> list[float]:
+        return [t.hour + t.minute / 60 for _d, slot, t in ask_times(5, days, ZoneInfo("UTC"), share) if slot == 0]
+
+    assert all(RUN_HOURS[0] <= h <= RUN_HOURS[1] for h in morning_hours(1.0))
+    assert sum(h > RUN_HOURS[1] for h in morning_hours(0.0)) > 20  # drawn over the whole morning
+    with pytest.raises(ValueError, match="run_share"):
+        write_examples(tmp_path, 1, 0, 1, workers=1, run_share=1.5)
 
 
 def _ex(seed: int, day: str, slot: str, prompt: str) -> dict:
