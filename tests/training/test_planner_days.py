@@ -8,7 +8,14 @@ import pytest
 
 from agent.prompting import FORMAT_V4, parse_output
 from common.records import ACTIONS, Event
-from lab.planner_days import ASK_HOURS, RUN_HOURS, ask_times, generated_person, person_decisions, write_examples
+from lab.planner_days import (
+    ASK_HOURS,
+    RUN_HOURS,
+    ask_times,
+    generated_person,
+    person_decisions,
+    write_examples,
+)
 from training.planner_tune import week_groups
 
 SLOT_NAMES = ("morning", "afternoon", "evening")
