@@ -23,6 +23,14 @@ open block of the current slot: ``rhythm.ask_model.ask_model``), the example is
 - the answer: the planner's block action for the slot and its belief (the filter's median
   of the three traits), ``ACTION b=S,M,W``.
 
+With ``history`` (the command's default), the days are lived as the product lives them:
+each decision's plan is stored as ``rhythm recommend`` stores it (``rhythm.store_plan``: the
+next plans see it in their variety and the week's prompt), and after each day the person
+answers every block of the day's last plan, accept or ignore, by a hidden rule drawn for
+them (``lab.answer_rules``: one of its rules, or none, each with a base acceptance; through
+``rhythm feedback``'s ``record_answer``), so later decisions are made, and labelled, with
+answers in the prompt and in the planner's objective, as on a real person's second week.
+
 The labels come from whatever planner is on the branch when this runs: re-run it after
 the planner changes. One JSON line per decision (``rhythm-planner-days/1``), in seed order
 (the file is the same for any number of workers; a stopped run continues from the people
@@ -73,6 +81,10 @@ ASK_HOURS = {0: (6.0, 11.5), 1: (12.0, 17.0), 2: (18.0, 22.0)}
 RUN_HOURS, RUN_SHARE = (6.0, 7.5), 0.5
 #: Share of people of lab.people.shift_people (the rest: lab.streams.synthetic_person).
 SHIFT_SHARE = 0.5
+#: With history, the hidden rules people answer by (``lab.answer_rules.RULES`` and None: no
+#: answers), drawn per person, and the base acceptances drawn with them.
+HISTORY_RULES = (None, "no_morning_exercise", "no_repeat", "day_sleeper", "creature_of_habit", "late_starter")
+BASE_ACCEPT = (0.7, 1.0)
 
 
 @dataclass
@@ -85,6 +97,8 @@ class Args:
     days: int = help_field(10, "planned days per person (their last days with records)")
     workers: int = help_field(2, "worker processes")
     shift_share: float = help_field(SHIFT_SHARE, "share of people of lab.people.shift_people's kinds")
+    run_share: float = help_field(RUN_SHARE, "share of the morning asks at the daily run's hours")
+    history: bool = help_field(True, "store each plan and answer each day by a hidden rule (module docstring)")
 
 
 @dataclass(frozen=True)
@@ -139,16 +153,20 @@ def ask_times(seed: int, days: list[date], tz: Any, run_share: float = RUN_SHARE
     return out
 
 
-def decide(db: Any, settings: Any, day: date, now: datetime, model: Path | None = None) -> dict[str, Any] | None:
+def decide(db: Any, settings: Any, day: date, now: datetime, model: Path | None = None,
+           store: bool = False) -> dict[str, Any] | None:
     """The product's path at ``now``: the prompt the model would get for the current slot
     and the planner's pick there (None: the product asks no model at this time: no open
-    block in the slot). With ``model``: its pick and whether the planner let it stand."""
-    from agent.day import objective_facts
+    block in the slot). With ``model``: its pick and whether the planner let it stand. With
+    ``store``: the plan (the model's pick in it where it stood) is stored as ``rhythm
+    recommend`` stores it, also when nothing was asked."""
+    from agent.day import PLANNER_NAME, objective_facts
     from agent.prompting import FORMAT_V4, format_output, objective_line
     from rhythm.ask_model import ask_model, model_prompt, week_fixed
     from rhythm.belief_filter import run_filter
     from rhythm.day_inputs import load_day
     from rhythm.plan_day import plan_day
+    from rhythm.store_plan import store_plan
 
     data = load_day(db, settings, day, now.astimezone(UTC))
     if data.day != data.today or data.first_slot == 3:
@@ -158,6 +176,8 @@ def decide(db: Any, settings: Any, day: date, now: datetime, model: Path | None 
     open_now = [b for b in dp.blocks if b.slot == SLOTS[data.first_slot]
                 and b.kind not in ("bedtime", "day_sleep", "shift_nap")]
     if not open_now:
+        if store:
+            store_plan(db, data, dp, model=PLANNER_NAME, observed=belief.observed, notes=[], picks={})
         return None
     fixed = week_fixed(db, dp, data.week_start, data.day, data.tz)
     prompt = model_prompt(data.week, fixed, data.feedback, FORMAT_V4, filters=belief.filters)
@@ -167,32 +187,65 @@ def decide(db: Any, settings: Any, day: date, now: datetime, model: Path | None 
         "action": open_now[0].action,
         "answer": format_output(open_now[0].action, dp.belief),
     }
+    picks: dict[str, str | None] = {}
+    chosen = PLANNER_NAME
     if model is not None:
         asked = ask_model(db, model, data, belief.filters, planner, dp)
         row["model"] = asked.picks.get("model")
         row["stood"] = asked.model is not None
         row["note"] = asked.notes[0] if asked.notes else None
+        picks, chosen = asked.picks, asked.model or PLANNER_NAME
+    if store:
+        store_plan(db, data, dp, model=chosen, observed=belief.observed, notes=[], picks=picks)
     return row
+
+
+def history_rule(seed: int) -> tuple[str | None, float]:
+    """The hidden rule the person of ``seed`` answers by (None: they never answer) and their
+    base acceptance (``HISTORY_RULES``, ``BASE_ACCEPT``)."""
+    rng = np.random.default_rng([int(seed), TIME_STREAM, 2])
+    rule = HISTORY_RULES[int(rng.integers(len(HISTORY_RULES)))]
+    return rule, float(rng.uniform(*BASE_ACCEPT))
+
+
+def answer_day(db: Any, day: date, tz: Any, rule: str, base: float, seed: int) -> int:
+    """Answer every block of ``day``'s last stored plan by ``rule`` (``lab.answer_rules``)
+    through ``rhythm feedback``'s path; the answers given."""
+    from lab.answer_rules import RULES, answer, person_day
+    from lab.plan_check import stored_blocks
+    from rhythm.recommend import record_answer
+
+    rows = stored_blocks(db, day)
+    if not rows:
+        return 0
+    pd = person_day(db, day, tz, rows)
+    for b in pd.blocks:
+        record_answer(db, b.id, answer(RULES[rule], b, pd, base, seed))
+    return len(pd.blocks)
 
 
 def person_decisions(seed: int, days: int, shift_share: float = SHIFT_SHARE,
                      model: Path | None = None, kind: str | None = None,
-                     run_share: float = RUN_SHARE) -> list[dict[str, Any]]:
+                     run_share: float = RUN_SHARE, history: bool = False) -> list[dict[str, Any]]:
     """Every decision of the person of ``seed`` (module docstring; ``kind``:
-    ``generated_person``)."""
+    ``generated_person``; ``history``: plans stored, days answered by a hidden rule)."""
     from storage import open_db
 
     person = generated_person(seed, days, shift_share, kind)
+    rule, base = history_rule(seed) if history else (None, 1.0)
     out = []
     with tempfile.TemporaryDirectory(prefix="rhythm-planner-days-") as tmp:
         s = home_of(person, Path(tmp))
         tz = ZoneInfo(person.zone)
         with open_db(s.database) as db:
-            for d, _slot, now in ask_times(seed, person.days, tz, run_share):
-                row = decide(db, s, d, now, model)
+            times = ask_times(seed, person.days, tz, run_share)
+            for k, (d, _slot, now) in enumerate(times):
+                row = decide(db, s, d, now, model, store=history)
                 if row is not None:
                     out.append({"format": FORMAT, "seed": int(seed), "person": person.name, "kind": person.kind,
-                                **row})
+                                **row, **({"rule": rule} if history else {})})
+                if history and rule is not None and (k + 1 == len(times) or times[k + 1][0] != d):
+                    answer_day(db, d, tz, rule, base, seed)  # the day is over: its answers
     return out
 
 
@@ -201,13 +254,14 @@ def _job(unit: tuple[int, int, float, float]) -> list[str]:
 
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    seed, days, share, run_share = unit
-    return [json.dumps(r, separators=(",", ":")) for r in person_decisions(seed, days, share, run_share=run_share)]
+    seed, days, share, run_share, history = (*unit, False)[:5]
+    return [json.dumps(r, separators=(",", ":"))
+            for r in person_decisions(seed, days, share, run_share=run_share, history=bool(history))]
 
 
 def write_examples(out: Path, people: int, seed_start: int, days: int, workers: int = 2,
                    shift_share: float = SHIFT_SHARE, progress: Callable[[int, int], None] | None = None,
-                   executor: Any = None, run_share: float = RUN_SHARE) -> dict[str, Any]:
+                   executor: Any = None, run_share: float = RUN_SHARE, history: bool = False) -> dict[str, Any]:
     """Write ``out/examples.jsonl`` (one person is one unit; resumable) and return a summary."""
     from training.executors import LocalPool, unit_lines
 
@@ -215,7 +269,7 @@ def write_examples(out: Path, people: int, seed_start: int, days: int, workers: 
     t0 = _time.time()
     if not 0.0 <= run_share <= 1.0:
         raise ValueError(f"run_share must be within 0 and 1, not {run_share}")
-    units = [(s, int(days), float(shift_share), float(run_share))
+    units = [(s, int(days), float(shift_share), float(run_share), bool(history))
              for s in range(int(seed_start), int(seed_start) + int(people))]
     finished = 0
 
@@ -227,16 +281,20 @@ def write_examples(out: Path, people: int, seed_start: int, days: int, workers: 
 
     actions: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
+    rules: Counter[str] = Counter()
     n = 0
     for line in unit_lines(out / "examples.jsonl", _job, units, executor or LocalPool(workers), person_done):
         rec = json.loads(line)
         actions[rec["action"]] += 1
         kinds[rec["kind"]] += 1
+        if history:
+            rules[str(rec.get("rule"))] += 1
         n += 1
     seconds = _time.time() - t0
     summary = {
         "format": FORMAT, "people": len(units), "seed_start": int(seed_start), "days": int(days),
-        "run_share": float(run_share),
+        "run_share": float(run_share), "history": bool(history),
+        **({"rules": dict(sorted(rules.items()))} if history else {}),
         "decisions": n, "planner_actions": dict(sorted(actions.items())), "kinds": dict(sorted(kinds.items())),
         "seconds": round(seconds, 1), "decisions_per_second": round(n / seconds, 2) if seconds else None,
     }
@@ -247,7 +305,8 @@ def write_examples(out: Path, people: int, seed_start: int, days: int, workers: 
 def main(args: Args, progress: Progress = no_progress) -> dict[str, Any]:
     out = prepare_output(args.out, "planner_days", args, [])
     summary = write_examples(out, args.people, args.seed_start, args.days, args.workers, args.shift_share,
-                             progress=lambda n, total: progress("planner-days", n, total))
+                             progress=lambda n, total: progress("planner-days", n, total),
+                             run_share=args.run_share, history=args.history)
     log(f"planner-days: {summary['decisions']} decisions from {summary['people']} people in "
         f"{summary['seconds']:.0f} s ({summary['decisions_per_second']}/s)")
     finish_output(out, summary)

@@ -150,11 +150,14 @@ def planner_days_cmd(
     workers: int = typer.Option(2, "--workers", min=1, help="Worker processes."),
     run_share: float = typer.Option(0.5, "--run-share", min=0.0, max=1.0,
                                     help="Share of the morning asks at the daily run's hours (06:00-07:30)."),
+    history: bool = typer.Option(True, "--history/--no-history",
+                                 help="Store each plan and answer each day by a hidden rule drawn per person."),
     json_out: bool = _JSON,
 ) -> None:
     """Stage 1c: decisions labelled by the day planner (issue 37): generated people stored and
     mapped, then at a drawn time of each morning, afternoon and evening the product's prompt
-    for the slot and the planner's block action there. Re-run it after the planner changes;
+    for the slot and the planner's block action there; with --history (the default) each plan
+    is stored and each day answered by a hidden rule, so later days carry answers. Re-run it after the planner changes;
     `python -m training.planner_tune` fine-tunes the bundled student on the result
     (docs/training.md, "Planner days")."""
     from pathlib import Path
@@ -163,7 +166,7 @@ def planner_days_cmd(
 
     with _progress() as update:
         summary = write_examples(Path(out), people, seed_start, days, workers, run_share=run_share,
-                                 progress=lambda n, total: update("planner-days", n, total))
+                                 history=history, progress=lambda n, total: update("planner-days", n, total))
     if json_out:
         print_json(summary)
     else:

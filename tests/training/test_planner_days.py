@@ -10,9 +10,11 @@ from agent.prompting import FORMAT_V4, parse_output
 from common.records import ACTIONS, Event
 from lab.planner_days import (
     ASK_HOURS,
+    HISTORY_RULES,
     RUN_HOURS,
     ask_times,
     generated_person,
+    history_rule,
     person_decisions,
     write_examples,
 )
@@ -53,6 +55,33 @@ def test_a_generated_persons_decisions_are_product_prompts_with_the_planners_ans
     # the same seed gives the same decisions (the file is the same for any number of workers)
     assert [(r["day"], r["at"], r["action"]) for r in person_decisions(seed, days=2, kind="shift")] == [
         (r["day"], r["at"], r["action"]) for r in rows]
+
+
+@pytest.mark.slow
+def test_with_history_later_decisions_see_stored_plans_and_the_persons_answers():
+    seed = 3  # a parent; answers by late_starter (history_rule)
+    rule, base = history_rule(seed)
+    assert rule is not None and 0.7 <= base <= 1.0
+    plain = person_decisions(seed, days=2, kind="shift")
+    lived = person_decisions(seed, days=2, kind="shift", history=True)
+    assert {r["rule"] for r in lived} == {rule} and all("rule" not in r for r in plain)
+    first = min(r["day"] for r in lived)
+    # no answers before the first day is over; after it, the answers are in the prompt
+    assert not any("\nfb " in r["prompt"] for r in plain)
+    assert not any("\nfb " in r["prompt"] for r in lived if r["day"] == first)
+    later = [r for r in lived if r["day"] > first]
+    assert later and all("\nfb " in r["prompt"] for r in later)
+    # the same day's first decision is the same with or without history (nothing stored yet)
+    assert lived[0]["prompt"] == plain[0]["prompt"] and lived[0]["action"] == plain[0]["action"]
+
+
+def test_history_rules_are_drawn_per_person_and_cover_every_rule_and_none():
+    from lab.answer_rules import RULES
+
+    assert set(HISTORY_RULES) == {None, *RULES}
+    drawn = [history_rule(s) for s in range(300)]
+    assert {r for r, _ in drawn} == set(HISTORY_RULES)
+    assert drawn == [history_rule(s) for s in range(300)]  # by seed: a re-run answers alike
 
 
 def test_run_share_puts_that_share_of_the_mornings_at_the_daily_runs_hours(tmp_path):
