@@ -80,11 +80,13 @@ BEFORE = ("Before issue 36 (commit 9ca224b, the same people and checker, `--peop
           "model of then; the rules on 6 people): 24 of 30 people over 40% for one action (worst FAMILY_TIME 76%); "
           "287 of 420 days with a reason given twice; 29 short blocks alone (all 15-minute meditations); veto rate "
           "56% (193 of 347); `creature_of_habit` 0.26 -> 0.40, `day_sleeper` 0.84 -> 0.88, `no_repeat` 0.93 -> 1.00, "
-          "`no_morning_exercise` 1.00 -> 1.00. After issue 37 (measured 2026-11-28, the tables above): no one over "
-          "40%, no repeated reason, 2 short blocks alone (the demo person's, where the free window crosses a slot's "
-          "edge and the slot's own part of it is under 2 h), every rule at 0.87 or more on the last 4 days; the veto "
-          "rate is not met (most vetoes: the model choosing work where the planner lets the person sleep in). The "
-          "rules of that run used the second planner's-voice student, the main table the third (docs/training.md).")
+          "`no_morning_exercise` 1.00 -> 1.00. After issue 37 (the tables above, measured 2026-11-29 with the "
+          "bundled v6 student, which reads the planner's rating of each action and was trained on lived days): no one "
+          "over 40%, no repeated reason, 2 short blocks alone (the demo person's, where the free window crosses a "
+          "slot's edge and the slot's own part of it is under 2 h), every rule at 0.77 or more on the last 4 days, "
+          "veto rate 3.9% (14 of 357). On the way (docs/training.md, \"Planner days\"): the v4 planner's-voice "
+          "student was refused in 56% (200 of 357); a v6 student trained on days without answers or stored plans in "
+          "12% (44), and it lowered `creature_of_habit` to 0.64 on the last 4 days (the planner alone: 0.77).")
 COLUMNS = ("blocks", "overlaps", "asleep", "missing_sleep", "evidence", "wrong", "unchecked")
 # issue 37's columns (the counts; top share and veto rate are figured from them)
 NEW_COLUMNS = ("repeated_days", "short_alone", "asks", "vetoes", "no_answer")

@@ -94,7 +94,7 @@ def test_the_bundled_student_is_the_default_and_bayes_stays_available(settings):
     if HAVE_LLAMA_CPP:
         from agent.runtime import LlamaCppModel
 
-        assert LlamaCppModel(bundled).prompt_format == "rhythm v4"
+        assert LlamaCppModel(bundled).prompt_format == "rhythm v6"
     assert bundled.stat().st_size < 20e6  # the size bound
     assert (bundled.parent / "MODEL_CARD_real.md").read_text().startswith("# Rhythm student")
     expected = ("llm", bundled) if HAVE_LLAMA_CPP else ("bayes", None)
