@@ -204,8 +204,7 @@ def rule_people(rule: str, n: int, seed: int, days: int) -> list:
 
 def run_rule(rule: str, people: list, homes: Homes, base: float, tick=None) -> dict:
     """Plan each person's days under ``rule`` with answers after each day (module docstring)."""
-    from lab.answer_rules import RULES, answer, person_day
-    from lab.plan_check import stored_blocks
+    from lab.answer_rules import RULES, answer_plan
     from rhythm import jobs
     from rhythm.recommend import record_answer
     from rhythm.runner import unit_of_work
@@ -225,9 +224,7 @@ def run_rule(rule: str, people: list, homes: Homes, base: float, tick=None) -> d
         for i, day in enumerate(p.plan_days):
             jobs.recommend(s, day, now=datetime.combine(day, clock(6), tz))
             with open_db(s.database, read_only=True) as db:
-                rows = stored_blocks(db, day)
-                pd = person_day(db, day, tz, rows, ends)
-            said = {b.id: answer(fn, b, pd, base, seed=zlib.crc32(p.name.encode())) for b in pd.blocks}
+                pd, said = answer_plan(db, day, tz, fn, base, zlib.crc32(p.name.encode()), ends)
             # the product's path (`rhythm feedback`: rhythm.recommend.record_answer into the
             # `feedback` table), the day's answers in one recorded unit of work
             with unit_of_work(s, "feedback", None, day.isoformat()) as run:

@@ -81,15 +81,15 @@ def demo_decisions(model: Path) -> list[dict[str, Any]]:
 DEMO_SEED = -1  # the unit of the demo person
 
 
-def person_rows(unit: tuple[int, str, int, list[tuple[str, str]]]) -> list[dict[str, Any]]:
+def person_rows(unit: tuple[int, str, int, list[tuple[str, str]], bool]) -> list[dict[str, Any]]:
     """One person's decisions with every model (a worker job)."""
     from lab.planner_days import person_decisions
 
-    seed, kind, days, models, history = (*unit, False)[:5]
+    seed, kind, days, models, history = unit
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for name, path in models:
         found = (demo_decisions(Path(path)) if kind == "demo"
-                 else person_decisions(seed, days, model=Path(path), kind=kind, history=bool(history)))
+                 else person_decisions(seed, days, model=Path(path), kind=kind, history=history))
         for r in found:
             row = rows.setdefault((r["day"], r["slot"]), {k: r[k] for k in ("person", "kind", "day", "slot", "at",
                                                                               "action")})

@@ -25,7 +25,7 @@ The rules (``RULES``):
   (an answer about *when*: the plan has to move the time, not the action).
 
 ``person_day(db, day, tz, blocks, shift_ends)`` builds the ``PersonDay`` from the stored
-rows; ``benchmarks/plan_quality.py`` answers through the product's own path
+rows, ``answer_plan`` answers a day's latest stored plan with it; ``benchmarks/plan_quality.py`` answers through the product's own path
 (``rhythm feedback``'s ``rhythm.recommend.record_answer``, the `feedback` table) so the next day's plan sees the answers.
 Lab code: the product never imports it.
 """
@@ -153,5 +153,16 @@ def person_day(db: Any, day: date, tz: Any, rows: Sequence[dict[str, Any]],
                             day))
 
 
-__all__ = ["RULES", "RULE_KINDS", "Block", "PersonDay", "Rule", "answer", "blocks_of", "creature_of_habit",
+def answer_plan(db: Any, day: date, tz: Any, rule: Rule, base: float = 1.0, seed: int = 0,
+                shift_ends: Iterable[datetime] = ()) -> tuple[PersonDay, dict[int, str]]:
+    """The person's answers to ``day``'s latest stored plan under ``rule`` (``answer``):
+    the ``PersonDay`` they answered from and recommendation id -> 'accept' or 'ignore'
+    (nothing recorded: the caller records them through ``rhythm feedback``'s path)."""
+    from lab.plan_check import stored_blocks
+
+    pd = person_day(db, day, tz, stored_blocks(db, day), shift_ends)
+    return pd, {b.id: answer(rule, b, pd, base, seed) for b in pd.blocks}
+
+
+__all__ = ["RULES", "RULE_KINDS", "Block", "PersonDay", "Rule", "answer", "answer_plan", "blocks_of", "creature_of_habit",
            "day_sleeper", "habits", "late_starter", "no_morning_exercise", "no_repeat", "person_day"]

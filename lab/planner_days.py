@@ -61,6 +61,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 
 from common.records import SLOTS
+from lab.answer_rules import RULES, answer_plan
 from training.common import (
     Progress,
     finish_output,
@@ -83,7 +84,7 @@ RUN_HOURS, RUN_SHARE = (6.0, 7.5), 0.5
 SHIFT_SHARE = 0.5
 #: With history, the hidden rules people answer by (``lab.answer_rules.RULES`` and None: no
 #: answers), drawn per person, and the base acceptances drawn with them.
-HISTORY_RULES = (None, "no_morning_exercise", "no_repeat", "day_sleeper", "creature_of_habit", "late_starter")
+HISTORY_RULES = (None, *RULES)
 BASE_ACCEPT = (0.7, 1.0)
 
 
@@ -211,17 +212,12 @@ def history_rule(seed: int) -> tuple[str | None, float]:
 def answer_day(db: Any, day: date, tz: Any, rule: str, base: float, seed: int) -> int:
     """Answer every block of ``day``'s last stored plan by ``rule`` (``lab.answer_rules``)
     through ``rhythm feedback``'s path; the answers given."""
-    from lab.answer_rules import RULES, answer, person_day
-    from lab.plan_check import stored_blocks
     from rhythm.recommend import record_answer
 
-    rows = stored_blocks(db, day)
-    if not rows:
-        return 0
-    pd = person_day(db, day, tz, rows)
-    for b in pd.blocks:
-        record_answer(db, b.id, answer(RULES[rule], b, pd, base, seed))
-    return len(pd.blocks)
+    _pd, said = answer_plan(db, day, tz, RULES[rule], base, seed)
+    for rec_id, response in said.items():
+        record_answer(db, rec_id, response)
+    return len(said)
 
 
 def person_decisions(seed: int, days: int, shift_share: float = SHIFT_SHARE,
@@ -249,14 +245,14 @@ def person_decisions(seed: int, days: int, shift_share: float = SHIFT_SHARE,
     return out
 
 
-def _job(unit: tuple[int, int, float, float]) -> list[str]:
+def _job(unit: tuple[int, int, float, float, bool]) -> list[str]:
     import os
 
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    seed, days, share, run_share, history = (*unit, False)[:5]
+    seed, days, share, run_share, history = unit
     return [json.dumps(r, separators=(",", ":"))
-            for r in person_decisions(seed, days, share, run_share=run_share, history=bool(history))]
+            for r in person_decisions(seed, days, share, run_share=run_share, history=history)]
 
 
 def write_examples(out: Path, people: int, seed_start: int, days: int, workers: int = 2,
